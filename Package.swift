@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "chatdb",
+  products: [
+    .library(name: "ChatStore", targets: ["ChatStore"]),
+    .executable(name: "chatdb", targets: ["chatdb"]),
+  ],
+  targets: [
+    // MARK: - C shims (system libraries from Debian)
+    .systemLibrary(
+      name: "CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]
+    ),
+
+    // MARK: - The schema's history, embedded into the binary at build time
+    // `Migrations/*.sql` are inputs of a build command; SwiftPM re-plans when a file is
+    // added or removed in a target folder and re-runs the command when one is edited,
+    // so the embedded set can never be stale.
+    .target(name: "Migrations", path: "Migrations", plugins: ["EmbedMigrations"]),
+    .plugin(name: "EmbedMigrations", capability: .buildTool()),
+
+    // MARK: - Core and features
+    .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"]),
+    .target(name: "ChatCLI"),
+
+    // MARK: - Executables
+    .executableTarget(name: "chatdb", dependencies: ["ChatStore", "ChatCLI"]),
+
+    // MARK: - Tests
+    .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
+    .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI"]),
+    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore"]),
+  ]
+)

@@ -1,0 +1,134 @@
+/// A command (or command group) in a command-line tool's tree, described declaratively.
+public struct Command: Sendable {
+  /// The word that selects this command, e.g. `"migrate"`; for the root, the program name.
+  public var name: String
+  /// One-line summary, shown as OVERVIEW and in the parent's SUBCOMMANDS list.
+  public var abstract: String
+  /// Extra paragraph(s) shown after OVERVIEW in help.
+  public var discussion: String?
+  /// Positional arguments, in order; only the last one may be variadic.
+  public var arguments: [Argument]
+  /// Options and flags belonging to this command only (parents' options are not inherited).
+  public var options: [Option]
+  /// Child commands.
+  public var subcommands: [Command]
+  /// The action; `nil` for a pure group, which prints its help when invoked without a subcommand.
+  public var run: (@Sendable (ParsedArguments) throws -> Int32)?
+
+  /// Creates a command; every part but the name is optional.
+  public init(
+    name: String,
+    abstract: String = "",
+    discussion: String? = nil,
+    arguments: [Argument] = [],
+    options: [Option] = [],
+    subcommands: [Command] = [],
+    run: (@Sendable (ParsedArguments) throws -> Int32)? = nil
+  ) {
+    self.name = name
+    self.abstract = abstract
+    self.discussion = discussion
+    self.arguments = arguments
+    self.options = options
+    self.subcommands = subcommands
+    self.run = run
+  }
+
+  /// Returns a copy where `shared` is appended to the options of every runnable command
+  /// (one with `run`) in this tree, this one included. Use it to give each command its own
+  /// copy of shared options such as `--data-dir` or `--json`.
+  public func addingOptions(_ shared: [Option]) -> Command {
+    var copy = self
+    if run != nil { copy.options += shared }
+    copy.subcommands = subcommands.map { $0.addingOptions(shared) }
+    return copy
+  }
+
+  /// The declared option that has `name` among its names, if any.
+  func option(named name: String) -> Option? {
+    options.first { $0.names.contains(name) }
+  }
+}
+
+/// An option that takes a value (`--user <id>`) or a flag (`--dry-run`).
+public struct Option: Sendable {
+  /// All spellings, e.g. `["-o", "--output"]`; long names start with `--`.
+  public var names: [String]
+  /// The placeholder shown for the value (`"id"` → `<id>`); `nil` makes the option a flag.
+  public var valueName: String?
+  /// One-line help text.
+  public var help: String
+  /// Whether the usage line shows `...` (every occurrence is kept either way; `value` takes the last).
+  public var isRepeatable: Bool
+
+  /// Creates an option from its parts.
+  public init(names: [String], valueName: String? = nil, help: String, isRepeatable: Bool = false) {
+    self.names = names
+    self.valueName = valueName
+    self.help = help
+    self.isRepeatable = isRepeatable
+  }
+
+  /// A flag (no value), e.g. `.flag("--dry-run", help: "...")`.
+  public static func flag(_ names: String..., help: String) -> Option {
+    Option(names: names, help: help)
+  }
+
+  /// An option taking a value, e.g. `.value("--user", valueName: "id", help: "...")`.
+  public static func value(_ names: String..., valueName: String, help: String, repeatable: Bool = false) -> Option {
+    Option(names: names, valueName: valueName, help: help, isRepeatable: repeatable)
+  }
+
+  /// The automatic `-h, --help` flag every command gets.
+  public static let help = Option.flag("-h", "--help", help: "Show help information.")
+  /// The automatic `--version` flag of the root command.
+  public static let version = Option.flag("--version", help: "Show the version.")
+
+  /// The name used as the storage key and in messages: the first long name, else the first name.
+  var primaryName: String { names.first { $0.hasPrefix("--") } ?? names.first ?? "" }
+
+  /// `--user <id>` or `--dry-run`, as quoted in error messages.
+  var synopsis: String { valueName.map { "\(primaryName) <\($0)>" } ?? primaryName }
+}
+
+/// A positional argument such as `<file>`.
+public struct Argument: Sendable {
+  /// The name without brackets, e.g. `"file"`; also the key for `ParsedArguments.positional(_:)`.
+  public var name: String
+  /// One-line help text.
+  public var help: String
+  /// Whether the argument may be omitted.
+  public var isOptional: Bool
+  /// Whether the argument collects all remaining positionals (must be last).
+  public var isVariadic: Bool
+
+  /// Creates a positional argument.
+  public init(name: String, help: String, isOptional: Bool = false, isVariadic: Bool = false) {
+    self.name = name
+    self.help = help
+    self.isOptional = isOptional
+    self.isVariadic = isVariadic
+  }
+
+  /// `<file>`, `[<file>]`, `<file> ...` or `[<file> ...]`, as shown in usage lines.
+  var synopsis: String {
+    let base = "<\(name)>" + (isVariadic ? " ..." : "")
+    return isOptional ? "[\(base)]" : base
+  }
+}
+
+/// An error that chooses the process exit code `CommandLineTool.main` returns for it.
+public protocol ExitCodeProviding: Error {
+  /// The exit code to return.
+  var exitCode: Int32 { get }
+}
+
+/// Common exit codes; executables define the rest.
+public enum ExitCode {
+  /// The command succeeded.
+  public static let success: Int32 = 0
+  /// Generic failure.
+  public static let failure: Int32 = 1
+  /// Command-line usage error (sysexits.h `EX_USAGE`).
+  public static let usage: Int32 = 64
+}

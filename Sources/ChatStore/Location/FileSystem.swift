@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The few file-system operations the store needs, with private permissions and
+/// errors that name the path.
+public enum FileSystem {
+  /// Creates an empty file with mode 0600 unless it exists.
+  public static func createPrivateFile(atPath path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw StoreError.posix(errno, path: path, doing: "create") }
+    close(fd)
+  }
+
+  /// Creates a folder and its missing parents with mode 0700.
+  public static func createPrivateDirectory(atPath path: String) throws {
+    do {
+      try FileManager.default.createDirectory(
+        atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw StoreError(.io, "cannot create folder \(path): \(error.localizedDescription)", path: path)
+    }
+  }
+
+  /// Atomically replaces `destination` with `source` (same file system).
+  public static func rename(_ source: String, to destination: String) throws {
+    guard Glibc.rename(source, destination) == 0 else {
+      throw StoreError.posix(errno, path: destination, doing: "rename \(source) to")
+    }
+  }
+
+  /// The size of a file in bytes, or nil when it does not exist.
+  public static func size(atPath path: String) -> Int64? {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+  }
+
+  /// The permission bits of a file, or nil when it does not exist.
+  public static func permissions(atPath path: String) -> Int? {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_mode & 0o777) : nil
+  }
+
+  /// Whether something exists at `path`.
+  public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+  /// A database file and its `-wal` and `-shm` companions, in bytes.
+  public static func databaseSize(atPath path: String) -> Int64 {
+    ["", "-wal", "-shm"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
+  }
+}
+
+/// Free and total space of the file system that holds a path.
+public struct DiskSpace: Sendable, Equatable {
+  /// Bytes this user can still write (`f_bavail × f_frsize`).
+  public var available: Int64
+  /// Size of the file system in bytes.
+  public var total: Int64
+
+  public init(available: Int64, total: Int64) {
+    self.available = available
+    self.total = total
+  }
+
+  /// Measures the file system that holds `path` (or its nearest existing parent).
+  public static func of(_ path: String) throws -> DiskSpace {
+    var probe = path
+    while !FileSystem.exists(probe), probe != "/", !probe.isEmpty {
+      probe = (probe as NSString).deletingLastPathComponent
+      if probe.isEmpty { probe = "." }
+    }
+    var info = statvfs()
+    guard statvfs(probe, &info) == 0 else { throw StoreError.posix(errno, path: probe, doing: "measure free space of") }
+    return DiskSpace(
+      available: Int64(info.f_bavail) * Int64(info.f_frsize), total: Int64(info.f_blocks) * Int64(info.f_frsize))
+  }
+}
+
+/// How free space is measured; tests inject fixed figures.
+public typealias DiskSpaceProbe = @Sendable (String) throws -> DiskSpace

@@ -1,0 +1,285 @@
+import Foundation
+
+/// Brings a chat database from any older version to the current one, safely.
+///
+/// Each migration runs in its own `IMMEDIATE` transaction and is checked with
+/// `PRAGMA foreign_key_check` before commit; a failure rolls back that migration and
+/// names it. Applied migrations are recorded in `chatdb_migrations` with a checksum,
+/// and `PRAGMA user_version` always equals the newest one applied.
+///
+/// ```swift
+/// let report = try Migrator().migrate(fileAt: "chats-1.db")
+/// print(report.fromVersion, "→", report.toVersion)
+/// ```
+/// See <https://sqlite.org/lang_altertable.html#otheralter> and
+/// <https://sqlite.org/pragma.html#pragma_user_version>.
+public struct Migrator: Sendable {
+  /// The migrations this migrator knows, in order.
+  public var migrations: [Migration]
+  /// How free disk space is measured before a file is changed.
+  public var diskSpace: DiskSpaceProbe
+
+  /// The table that records applied migrations.
+  public static let recordsTable = "chatdb_migrations"
+  /// Room kept free beyond a migration's own estimate, in bytes.
+  public static let freeSpaceMargin: Int64 = 8 << 20
+
+  public init(migrations: [Migration] = Migration.shipped, diskSpace: @escaping DiskSpaceProbe = DiskSpace.of) {
+    self.migrations = migrations
+    self.diskSpace = diskSpace
+  }
+
+  /// The newest version this migrator knows.
+  public var latestVersion: Int { migrations.last?.version ?? 0 }
+
+  // MARK: - Status
+
+  /// Reads the status of the file at `path` without changing it; a missing file is version 0.
+  public func status(ofFileAt path: String) throws -> SchemaStatus {
+    guard FileSystem.exists(path) else {
+      return SchemaStatus(
+        path: path, exists: false, version: 0, latestVersion: latestVersion, applied: [], pending: migrations,
+        drift: [], isSeedFile: false, fileSize: 0)
+    }
+    do {
+      let db = try Database(path: path, mode: .readOnly)
+      return try db.read { try status(of: $0) }
+    } catch {
+      throw StoreError.from(error, path: path, doing: "read the schema of")
+    }
+  }
+
+  /// Reads the status of an open database.
+  public func status(of db: Database) throws -> SchemaStatus {
+    let userVersion = Int(try db.int64("PRAGMA user_version") ?? 0)
+    let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { $0.string(0) })
+    var applied: [AppliedMigration] = []
+    if tables.contains(Self.recordsTable) {
+      applied = try db.query("SELECT version, name, checksum, applied_at FROM \(Self.recordsTable) ORDER BY version") {
+        AppliedMigration(version: $0.int(0), name: $0.string(1), checksum: $0.string(2), appliedAt: $0.string(3))
+      }
+    }
+    var version = userVersion
+    var isSeedFile = false
+    if userVersion == 0 && applied.isEmpty && !tables.isEmpty {
+      try checkSeedSchema(db, tables: tables)
+      version = 1
+      isSeedFile = true
+    } else if let last = applied.last, last.version != userVersion {
+      throw StoreError(
+        .schemaMismatch,
+        "\(db.path): user_version is \(userVersion) but the last recorded migration is \(last.version); the file was changed outside chatdb",
+        path: db.path)
+    } else if applied.isEmpty && userVersion > 0 {
+      throw StoreError(
+        .schemaMismatch, "\(db.path): user_version is \(userVersion) but no migration is recorded; not a chatdb file",
+        path: db.path)
+    }
+    var drift: [MigrationDrift] = []
+    for record in applied where record.version <= latestVersion {
+      let shipped = migrations[record.version - 1]
+      if shipped.checksum != record.checksum || shipped.name != record.name {
+        drift.append(
+          MigrationDrift(
+            version: record.version, recordedName: record.name, recordedChecksum: record.checksum,
+            shippedName: shipped.name, shippedChecksum: shipped.checksum))
+      }
+    }
+    return SchemaStatus(
+      path: db.path, exists: true, version: version, latestVersion: latestVersion, applied: applied,
+      pending: version < latestVersion ? Array(migrations[version...]) : [], drift: drift, isSeedFile: isSeedFile,
+      fileSize: FileSystem.databaseSize(atPath: db.path))
+  }
+
+  /// A file with tables but no version must be the seed's own schema to be adopted.
+  private func checkSeedSchema(_ db: Database, tables: Set<String>) throws {
+    guard let initial = migrations.first else { return }
+    let reference = try Database(path: ":memory:")
+    try reference.execute(initial.sql)
+    let expected = try Self.columns(of: reference)
+    let found = try Self.columns(of: db)
+    guard expected == found else {
+      let names = tables.sorted().joined(separator: ", ")
+      throw StoreError(
+        .schemaMismatch,
+        "\(db.path) has no chatdb version and its tables (\(names)) are not the seed schema; refusing to touch it",
+        path: db.path)
+    }
+  }
+
+  /// Table name → column names, for every user table.
+  static func columns(of db: Database) throws -> [String: [String]] {
+    let tables = try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { $0.string(0) }
+    var result: [String: [String]] = [:]
+    for table in tables {
+      result[table] = try db.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table]) { $0.string(0) }
+    }
+    return result
+  }
+
+  // MARK: - Planning
+
+  /// The migrations that bring a file at `status` to `target` (default: latest), or the
+  /// reason it must not be touched: newer than this binary, drift, or a downgrade.
+  public func plan(for status: SchemaStatus, to target: Int? = nil) throws -> [Migration] {
+    let target = target ?? latestVersion
+    if status.isNewer {
+      throw StoreError(
+        .newerSchema,
+        "\(status.path) is at schema version \(status.version), newer than this chatdb knows (\(latestVersion)); use a newer chatdb",
+        path: status.path)
+    }
+    if let first = status.drift.first {
+      throw StoreError(.schemaMismatch, "\(status.path): \(first); refusing to migrate a drifted file", path: status.path)
+    }
+    guard target >= 0 && target <= latestVersion else {
+      throw StoreError(.badTarget, "version \(target) is unknown; this chatdb knows versions 0 to \(latestVersion)", path: status.path)
+    }
+    if target < status.version {
+      throw StoreError(
+        .badTarget,
+        "\(status.path) is at version \(status.version); downgrading to \(target) is not supported (restore a backup instead)",
+        path: status.path)
+    }
+    return Array(migrations[status.version..<target])
+  }
+
+  // MARK: - Migrating
+
+  /// What a migration run did.
+  public struct Report: Sendable {
+    public var path: String
+    public var fromVersion: Int
+    public var toVersion: Int
+    public var applied: [Migration]
+    /// The backup taken before the first change, if any.
+    public var backupPath: String?
+    /// Whether the file was created by this run.
+    public var created: Bool
+  }
+
+  /// Creates the file (at `target`, default latest) when missing, or upgrades it.
+  ///
+  /// Before changing a file that holds tables it checks free space and, unless
+  /// `backup` is false, writes a consistent copy to `<path>.bak-v<from>` (mode 0600).
+  /// `owner` is the user whose file this is; when nil it is read from the file name
+  /// (`chats-<id>.db`), the file's `StoreInfo`, or the messages themselves.
+  public func migrate(fileAt path: String, to target: Int? = nil, owner: Int64? = nil, backup: Bool = true) throws -> Report {
+    let existed = FileSystem.exists(path)
+    let status = try self.status(ofFileAt: path)
+    let plan = try self.plan(for: status, to: target)
+    var report = Report(
+      path: path, fromVersion: status.version, toVersion: status.version, applied: [], backupPath: nil, created: !existed)
+    guard !plan.isEmpty else { return report }
+    do {
+      let db = try Database(path: path, mode: existed ? .readWrite : .create)
+      if existed && status.version > 0 {
+        try checkFreeSpace(for: path, size: status.fileSize, backup: backup)
+        if backup {
+          let backupPath = "\(path).bak-v\(status.version)"
+          try db.backup(to: backupPath)
+          report.backupPath = backupPath
+        }
+      }
+      let owner = try owner ?? StoreLocation.userID(fromFileName: path) ?? Self.inferOwner(db)
+      report.applied = try apply(plan, to: db, owner: owner, isSeedFile: status.isSeedFile)
+      report.toVersion = report.applied.last?.version ?? status.version
+      try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    } catch {
+      throw StoreError.from(error, path: path, doing: "migrate")
+    }
+    return report
+  }
+
+  /// Applies `plan` to an open database, one transaction per migration.
+  public func apply(_ plan: [Migration], to db: Database, owner: Int64?, isSeedFile: Bool = false) throws -> [Migration] {
+    try db.execute("CREATE TEMP TABLE IF NOT EXISTS migration_context (owner_user_id INTEGER)")
+    try db.execute("DELETE FROM temp.migration_context")
+    try db.execute("INSERT INTO temp.migration_context (owner_user_id) VALUES (?)", [owner])
+    // Table rebuilds need foreign keys off (https://sqlite.org/lang_altertable.html);
+    // each migration is checked with foreign_key_check before it commits instead.
+    try db.execute("PRAGMA foreign_keys = OFF")
+    defer { try? db.execute("PRAGMA foreign_keys = ON") }
+    var applied: [Migration] = []
+    for migration in plan {
+      do {
+        try db.inTransaction(.immediate) { db in
+          let violationsBefore = try Self.foreignKeyViolations(db)
+          if isSeedFile && applied.isEmpty && migration.version == 2 {
+            try recordBaseline(db)
+          }
+          try db.execute("CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
+          try db.execute(migration.sql)
+          let violationsAfter = try Self.foreignKeyViolations(db)
+          if violationsAfter > violationsBefore {
+            throw StoreError(
+              .writeFailed,
+              "\(violationsAfter - violationsBefore) new foreign key violation(s) (see PRAGMA foreign_key_check)")
+          }
+          try db.execute(
+            "INSERT INTO \(Self.recordsTable) (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+            [migration.version, migration.name, migration.checksum, Self.timestamp()])
+          try db.execute("PRAGMA user_version = \(migration.version)")
+          return .commit
+        }
+      } catch {
+        let reason = (error as? StoreError)?.message ?? String(describing: error)
+        throw StoreError(
+          .writeFailed, "\(db.path): migration \(migration.fileName) failed and was rolled back: \(reason)", path: db.path)
+      }
+      applied.append(migration)
+    }
+    return applied
+  }
+
+  /// A seed-era file already has version 1's tables: record 0001 as a baseline.
+  private func recordBaseline(_ db: Database) throws {
+    guard let initial = migrations.first else { return }
+    try db.execute("CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    try db.execute(
+      "INSERT INTO \(Self.recordsTable) (version, name, checksum, applied_at) VALUES (?, ?, ?, 'baseline')",
+      [initial.version, initial.name, initial.checksum])
+  }
+
+  static func foreignKeyViolations(_ db: Database) throws -> Int64 {
+    try db.int64("SELECT count(*) FROM pragma_foreign_key_check") ?? 0
+  }
+
+  /// The owner of a file without a name or record that says so: the one user who is
+  /// in every message; with a single conversation, the one who is not an outbox recipient.
+  static func inferOwner(_ db: Database) throws -> Int64? {
+    let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table'") { $0.string(0) })
+    if tables.contains("StoreInfo"), let owner = try db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'") {
+      return owner
+    }
+    guard tables.contains("Messages"),
+      let (a, b) = try db.cachedStatement("SELECT from_user_id, to_user_id FROM Messages LIMIT 1").first([], { ($0.int64(0), $0.int64(1)) })
+    else { return nil }
+    let inEvery = try [a, b].filter {
+      try db.int64("SELECT NOT EXISTS (SELECT 1 FROM Messages WHERE from_user_id <> ?1 AND to_user_id <> ?1)", [$0]) == 1
+    }
+    if inEvery.count == 1 { return inEvery[0] }
+    let recipients = try inEvery.filter {
+      try db.int64("SELECT EXISTS (SELECT 1 FROM MessageRequests WHERE to_user_id = ?)", [$0]) == 1
+    }
+    if recipients.count == 1 { return recipients[0] == a ? b : a }
+    throw StoreError(
+      .badInput,
+      "\(db.path): cannot tell whose messages these are; name the file chats-<userId>.db or pass --user", path: db.path)
+  }
+
+  private func checkFreeSpace(for path: String, size: Int64, backup: Bool) throws {
+    let needed = size * (backup ? 2 : 1) + Self.freeSpaceMargin
+    let space = try diskSpace(path)
+    if space.available < needed {
+      throw StoreError(
+        .diskSpace,
+        "\(path): migrating needs about \(needed) bytes free (backup and rewrite), only \(space.available) available",
+        path: path)
+    }
+  }
+
+  static func timestamp(_ date: Date = Date()) -> String {
+    ISO8601DateFormatter().string(from: date)
+  }
+}

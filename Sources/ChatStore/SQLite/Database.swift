@@ -1,0 +1,268 @@
+import CSQLite
+import Foundation
+
+/// One connection to one SQLite file, used from one thread at a time.
+///
+/// Every read-write file is opened in WAL mode with `foreign_keys=ON`,
+/// `synchronous=NORMAL` and a `busy_timeout`, so `chatdb` and `chat-sync` can share it:
+/// one writer at a time, readers never blocked.
+///
+/// ```swift
+/// let db = try Database(path: "chats-1.db")
+/// try db.inTransaction { db in
+///   try db.execute("DELETE FROM Messages WHERE id < ?", [cutoff])
+///   return .commit
+/// }
+/// ```
+/// See <https://sqlite.org/wal.html> and <https://sqlite.org/pragma.html>.
+public final class Database {
+  /// How a file is opened.
+  public enum Mode: Sendable {
+    /// Read and write; the file must exist.
+    case readWrite
+    /// Read and write; the file is created (mode 0600) when missing.
+    case create
+    /// Read only; no pragma that writes is issued.
+    case readOnly
+  }
+
+  /// The open connection.
+  let handle: OpaquePointer
+  /// The file's path, as given.
+  public let path: String
+  private var statementCache: [String: Statement] = [:]
+
+  /// How long a statement waits for another connection's lock before failing with
+  /// `SQLITE_BUSY`, in milliseconds.
+  public static let defaultBusyTimeout: Int32 = 5_000
+
+  /// Opens `path`. `":memory:"` opens a private in-memory database.
+  public init(path: String, mode: Mode = .readWrite, busyTimeout: Int32 = Database.defaultBusyTimeout) throws {
+    var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    switch mode {
+    case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .readWrite: flags |= SQLITE_OPEN_READWRITE
+    case .create:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+      if path != ":memory:" { try FileSystem.createPrivateFile(atPath: path) }
+    }
+    var db: OpaquePointer?
+    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) }
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc, message: message)
+    }
+    self.handle = db
+    self.path = path
+    sqlite3_extended_result_codes(db, 1)
+    sqlite3_busy_timeout(db, busyTimeout)
+    // Reading the schema makes SQLite parse the header: a file that is not a database
+    // or is damaged fails here, not at its first real use.
+    try execute("SELECT count(*) FROM sqlite_schema")
+    try execute("PRAGMA foreign_keys = ON")
+    if mode != .readOnly && path != ":memory:" {
+      try execute("PRAGMA journal_mode = WAL")
+      // Debian builds SQLite with WAL synchronous=FULL; NORMAL is durable across
+      // application crashes and only loses the last commits on power loss.
+      try execute("PRAGMA synchronous = NORMAL")
+    }
+  }
+
+  deinit {
+    statementCache.removeAll()
+    sqlite3_close_v2(handle)
+  }
+
+  // MARK: - Errors
+
+  func error(_ rc: Int32, sql: String? = nil) -> SQLiteError {
+    let extended = sqlite3_extended_errcode(handle)
+    let message = String(cString: sqlite3_errmsg(handle))
+    return SQLiteError(code: extended & 0xFF == rc & 0xFF ? extended : rc, message: message, sql: sql)
+  }
+
+  /// Throws the connection's error unless `rc` is `SQLITE_OK`.
+  func check(_ rc: Int32, sql: String? = nil) throws {
+    if rc != SQLITE_OK { throw error(rc, sql: sql) }
+  }
+
+  // MARK: - Statements
+
+  /// Prepares a new statement.
+  public func prepare(_ sql: String) throws -> Statement { try Statement(database: self, sql: sql) }
+
+  /// Returns a prepared statement kept for the life of the connection (hot queries).
+  public func cachedStatement(_ sql: String) throws -> Statement {
+    if let statement = statementCache[sql] { return statement }
+    let statement = try prepare(sql)
+    statementCache[sql] = statement
+    return statement
+  }
+
+  /// Runs one or more `;`-separated statements, binding `arguments` to the only one.
+  public func execute(_ sql: String, _ arguments: [any DatabaseValueConvertible] = []) throws {
+    if !arguments.isEmpty {
+      try cachedStatement(sql).execute(arguments)
+      return
+    }
+    try sql.withCString { start in
+      var tail: UnsafePointer<CChar>? = start
+      while let current = tail, current.pointee != 0 {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, current, -1, &stmt, &tail)
+        let text = statementText(from: current, to: tail)
+        guard rc == SQLITE_OK else { sqlite3_finalize(stmt); throw error(rc, sql: text) }
+        guard let stmt else { continue }  // whitespace or a comment
+        defer { sqlite3_finalize(stmt) }
+        var step = sqlite3_step(stmt)
+        while step == SQLITE_ROW { step = sqlite3_step(stmt) }
+        if step != SQLITE_DONE { throw error(step, sql: text) }
+      }
+    }
+  }
+
+  private func statementText(from start: UnsafePointer<CChar>, to end: UnsafePointer<CChar>?) -> String {
+    guard let end else { return String(cString: start) }
+    let bytes = UnsafeRawBufferPointer(start: start, count: end - start)
+    return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
+  /// Maps every row of a query.
+  public func query<T>(_ sql: String, _ arguments: [any DatabaseValueConvertible] = [], _ transform: (Row) throws -> T) throws -> [T] {
+    try cachedStatement(sql).map(arguments, transform)
+  }
+
+  /// The first column of the first row as an integer, or nil when there is no row or it is NULL.
+  public func int64(_ sql: String, _ arguments: [any DatabaseValueConvertible] = []) throws -> Int64? {
+    try cachedStatement(sql).first(arguments) { $0.optionalInt64(0) } ?? nil
+  }
+
+  /// The first column of the first row as text, or nil.
+  public func string(_ sql: String, _ arguments: [any DatabaseValueConvertible] = []) throws -> String? {
+    try cachedStatement(sql).first(arguments) { $0.optionalString(0) } ?? nil
+  }
+
+  /// Rows changed by the last INSERT, UPDATE or DELETE.
+  public var changes: Int { Int(sqlite3_changes64(handle)) }
+  /// The rowid of the last successful INSERT.
+  public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+  /// Whether a transaction is open.
+  public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+  // MARK: - Transactions
+
+  /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.
+  public enum TransactionKind: String, Sendable {
+    case deferred = "DEFERRED", immediate = "IMMEDIATE", exclusive = "EXCLUSIVE"
+  }
+
+  /// What a transaction's body decides.
+  public enum TransactionCompletion: Sendable { case commit, rollback }
+
+  /// Runs `body` in a transaction. A throw rolls back; the first error wins over one
+  /// from the rollback.
+  ///
+  /// Writers use `.immediate` (the default) so a busy lock is met at `BEGIN`, where
+  /// `busy_timeout` can wait, never half-way through.
+  public func inTransaction(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> TransactionCompletion) throws {
+    try execute("BEGIN \(kind.rawValue) TRANSACTION")
+    let completion: TransactionCompletion
+    do {
+      completion = try body(self)
+    } catch {
+      rollbackIgnoringErrors()
+      throw error
+    }
+    switch completion {
+    case .commit:
+      do { try execute("COMMIT TRANSACTION") } catch {
+        rollbackIgnoringErrors()
+        throw error
+      }
+    case .rollback:
+      try execute("ROLLBACK TRANSACTION")
+    }
+  }
+
+  /// Runs `body` in a transaction and returns its value; commits unless it throws.
+  public func write<T>(_ body: (Database) throws -> T) throws -> T {
+    var result: T?
+    try inTransaction(.immediate) { db in
+      result = try body(db)
+      return .commit
+    }
+    return result!
+  }
+
+  /// Runs `body` in a read transaction: one consistent snapshot, whatever writers do.
+  public func read<T>(_ body: (Database) throws -> T) throws -> T {
+    var result: T?
+    try inTransaction(.deferred) { db in
+      result = try body(db)
+      return .commit
+    }
+    return result!
+  }
+
+  /// Runs `body` inside a savepoint, which nests inside a transaction.
+  /// See <https://sqlite.org/lang_savepoint.html>.
+  public func inSavepoint(_ body: (Database) throws -> TransactionCompletion) throws {
+    let name = "chatdb_savepoint"
+    try execute("SAVEPOINT \(name)")
+    do {
+      switch try body(self) {
+      case .commit: try execute("RELEASE SAVEPOINT \(name)")
+      case .rollback:
+        try execute("ROLLBACK TO SAVEPOINT \(name)")
+        try execute("RELEASE SAVEPOINT \(name)")
+      }
+    } catch {
+      try? execute("ROLLBACK TO SAVEPOINT \(name)")
+      try? execute("RELEASE SAVEPOINT \(name)")
+      throw error
+    }
+  }
+
+  private func rollbackIgnoringErrors() {
+    if isInTransaction { _ = sqlite3_exec(handle, "ROLLBACK TRANSACTION", nil, nil, nil) }
+  }
+
+  // MARK: - Backup
+
+  /// Copies the whole database into a new file at `destination` (mode 0600) with
+  /// SQLite's online backup API: a consistent copy even while others write.
+  /// See <https://sqlite.org/backup.html>.
+  public func backup(to destination: String) throws {
+    let temporary = destination + ".tmp-\(getpid())"
+    try? FileManager.default.removeItem(atPath: temporary)
+    do {
+      try copy(into: temporary)
+      try FileSystem.rename(temporary, to: destination)
+    } catch {
+      for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+      throw error
+    }
+  }
+
+  private func copy(into path: String) throws {
+    do {
+      let target = try Database(path: path, mode: .create)
+      guard let backup = sqlite3_backup_init(target.handle, "main", handle, "main") else {
+        throw target.error(sqlite3_errcode(target.handle))
+      }
+      var rc: Int32
+      repeat {
+        rc = sqlite3_backup_step(backup, -1)
+        if rc == SQLITE_BUSY || rc == SQLITE_LOCKED { sqlite3_sleep(10) }
+      } while rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED
+      sqlite3_backup_finish(backup)
+      guard rc == SQLITE_DONE else { throw target.error(rc) }
+      // Fold the copy's WAL into the file so the backup is one self-contained file.
+      try target.execute("PRAGMA journal_mode = DELETE")
+    }
+  }
+}
+
+@available(*, unavailable)
+extension Database: Sendable {}

@@ -1,0 +1,29 @@
+import ChatCLI
+import ChatStore
+
+/// The exit codes of every chatdb command, one table for all (README: "Exit codes").
+enum ChatExitCode {
+  static let success: Int32 = 0
+  /// Some files of an `--all` run failed; each is reported.
+  static let partialFailure: Int32 = 1
+  static let usage: Int32 = 64
+
+  static func code(for kind: StoreError.Kind) -> Int32 {
+    switch kind {
+    case .newerSchema: 10
+    case .schemaMismatch: 11
+    case .badTarget: 12
+    case .diskSpace: 13
+    case .writeFailed: 14
+    case .notADatabase, .badInput: 65
+    case .notFound: 66
+    case .io: 74
+    case .busy: 75
+    case .permission: 77
+    }
+  }
+}
+
+extension StoreError: ExitCodeProviding {
+  public var exitCode: Int32 { ChatExitCode.code(for: kind) }
+}

@@ -1,0 +1,13 @@
+import ChatCLI
+import Foundation
+
+/// The version printed by `chatdb --version`.
+let chatdbVersion = "0.1.0"
+
+let root = Command(
+  name: "chatdb",
+  abstract: "Storage management and maintenance for per-user chat databases (chats-<userId>.db).",
+  subcommands: [MigrateCommand.command]
+)
+
+exit(CommandLineTool(root: root, version: chatdbVersion).main(Array(CommandLine.arguments.dropFirst()), stdout: .standardOutput, stderr: .standardError))
