@@ -21,7 +21,8 @@ tmp="$out.tmp.$$"
     fi
     printf '    EmbeddedMigrationFile(\n      fileName: "%s",\n      sql: #"""\n' "$name"
     cat "$file"
-    if [ -s "$file" ] && [ "$(tail -c 1 "$file" | od -An -c | tr -d ' ')" != '\n' ]; then echo; fi
+    # A multi-line literal drops the newline before its closing delimiter: this one.
+    echo
     printf '"""#),\n'
   done
   echo '  ]'

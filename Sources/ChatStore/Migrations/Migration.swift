@@ -22,7 +22,7 @@ public struct Migration: Sendable, Hashable {
   public init(fileName: String, sql: String) throws {
     let stem = fileName.hasSuffix(".sql") ? String(fileName.dropLast(4)) : ""
     let parts = stem.split(separator: "_", maxSplits: 1)
-    guard parts.count == 2, parts[0].count == 4, let version = Int(parts[0]), version > 0, !parts[1].isEmpty else {
+    guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }), let version = Int(parts[0]), version > 0, !parts[1].isEmpty else {
       throw StoreError(.schemaMismatch, "Migrations/\(fileName): the name must look like NNNN_name.sql")
     }
     self.version = version

@@ -59,6 +59,11 @@ public struct Migrator: Sendable {
         AppliedMigration(version: $0.int(0), name: $0.string(1), checksum: $0.string(2), appliedAt: $0.string(3))
       }
     }
+    if userVersion < 0 || applied.contains(where: { $0.version < 1 }) {
+      throw StoreError(
+        .schemaMismatch, "\(db.path): user_version \(userVersion) or a recorded migration number is out of range; not a chatdb file",
+        path: db.path)
+    }
     var version = userVersion
     var isSeedFile = false
     if userVersion == 0 && applied.isEmpty && !tables.isEmpty {
@@ -133,7 +138,7 @@ public struct Migrator: Sendable {
       throw StoreError(.schemaMismatch, "\(status.path): \(first); refusing to migrate a drifted file", path: status.path)
     }
     guard target >= 0 && target <= latestVersion else {
-      throw StoreError(.badTarget, "version \(target) is unknown; this chatdb knows versions 0 to \(latestVersion)", path: status.path)
+      throw StoreError(.badTarget, "\(status.path): version \(target) is unknown; this chatdb knows versions 0 to \(latestVersion)", path: status.path)
     }
     if target < status.version {
       throw StoreError(
@@ -169,19 +174,20 @@ public struct Migrator: Sendable {
     let status = try self.status(ofFileAt: path)
     let plan = try self.plan(for: status, to: target)
     var report = Report(
-      path: path, fromVersion: status.version, toVersion: status.version, applied: [], backupPath: nil, created: !existed)
+      path: path, fromVersion: status.version, toVersion: status.version, applied: [], backupPath: nil, created: false)
     guard !plan.isEmpty else { return report }
+    if existed && status.version > 0 {
+      try checkFreeSpace(for: path, size: status.fileSize, backup: backup)
+    }
     do {
       let db = try Database(path: path, mode: existed ? .readWrite : .create)
-      if existed && status.version > 0 {
-        try checkFreeSpace(for: path, size: status.fileSize, backup: backup)
-        if backup {
-          let backupPath = "\(path).bak-v\(status.version)"
-          try db.backup(to: backupPath)
-          report.backupPath = backupPath
-        }
-      }
+      report.created = !existed
       let owner = try owner ?? StoreLocation.userID(fromFileName: path) ?? Self.inferOwner(db)
+      if existed && status.version > 0 && backup {
+        let backupPath = "\(path).bak-v\(status.version)"
+        try db.backup(to: backupPath)
+        report.backupPath = backupPath
+      }
       report.applied = try apply(plan, to: db, owner: owner, isSeedFile: status.isSeedFile)
       report.toVersion = report.applied.last?.version ?? status.version
       try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -222,6 +228,8 @@ public struct Migrator: Sendable {
           try db.execute("PRAGMA user_version = \(migration.version)")
           return .commit
         }
+      } catch let error as SQLiteError where error.isBusy || error.isCorruptOrNotADatabase || error.isDiskFull {
+        throw StoreError.from(error, path: db.path, doing: "apply migration \(migration.fileName)")
       } catch {
         let reason = (error as? StoreError)?.message ?? String(describing: error)
         throw StoreError(

@@ -119,16 +119,26 @@ public final class Statement {
   /// Binds `arguments`, runs the statement to completion and resets it.
   public func execute(_ arguments: [any DatabaseValueConvertible] = []) throws {
     defer { sqlite3_reset(handle) }
-    if !arguments.isEmpty || parameterCount > 0 { try bind(arguments) }
-    while try step() {}
+    try withArguments(arguments) { while try step() {} }
   }
 
   /// Binds `arguments` and calls `body` for each row; resets afterwards.
   public func forEachRow(_ arguments: [any DatabaseValueConvertible] = [], _ body: (Row) throws -> Void) throws {
     defer { sqlite3_reset(handle) }
-    if !arguments.isEmpty || parameterCount > 0 { try bind(arguments) }
     let row = Row(statement: self)
-    while try step() { try body(row) }
+    try withArguments(arguments) { while try step() { try body(row) } }
+  }
+
+  /// Binds `arguments` and runs `body`; a SQLite error from it carries the arguments
+  /// (hidden from its description unless asked for).
+  private func withArguments<T>(_ arguments: [any DatabaseValueConvertible], _ body: () throws -> T) throws -> T {
+    if !arguments.isEmpty || parameterCount > 0 { try bind(arguments) }
+    do {
+      return try body()
+    } catch var error as SQLiteError {
+      error.arguments = arguments.map(\.databaseValue)
+      throw error
+    }
   }
 
   /// Binds `arguments` and maps every row.
@@ -141,8 +151,7 @@ public final class Statement {
   /// Binds `arguments` and maps the first row, if any.
   public func first<T>(_ arguments: [any DatabaseValueConvertible] = [], _ transform: (Row) throws -> T) throws -> T? {
     defer { sqlite3_reset(handle) }
-    if !arguments.isEmpty || parameterCount > 0 { try bind(arguments) }
-    return try step() ? transform(Row(statement: self)) : nil
+    return try withArguments(arguments) { try step() ? transform(Row(statement: self)) : nil }
   }
 
   func check(_ rc: Int32) throws {

@@ -1,0 +1,440 @@
+import Foundation
+
+/// The chat data layer over one user's file: what `chat-sync` writes through and what
+/// a UI (or `chatdb`) reads.
+///
+/// Every operation is one transaction. Those the network can repeat (acknowledge,
+/// receive, status events) are idempotent, and a message status only moves forward.
+///
+/// ```swift
+/// let chats = try ChatRepository(database: Database(path: "chats-1.db"), ownerID: 1)
+/// let request = try chats.send(to: 7, content: "Hello")
+/// // … the relay answers with message 123456 …
+/// try chats.acknowledge(Message(id: 123456, fromUserID: 1, toUserID: 7, content: "Hello",
+///                               createdAt: request.createdAt), requestID: request.requestID)
+/// ```
+public final class ChatRepository {
+  /// The connection; use it from one thread.
+  public let database: Database
+  /// Whose file this is.
+  public let ownerID: Int64
+  /// The clock, injectable for tests.
+  public var now: () -> Date = Date.init
+
+  /// Opens the repository over a file at the latest schema version.
+  ///
+  /// The file's recorded owner must match `ownerID` (a file records its owner the first
+  /// time a repository opens it).
+  public init(database: Database, ownerID: Int64) throws {
+    self.database = database
+    self.ownerID = ownerID
+    let latest = Migration.shipped.count
+    let version = Int(try database.int64("PRAGMA user_version") ?? 0)
+    guard version == latest else {
+      throw StoreError(
+        version > latest ? .newerSchema : .schemaMismatch,
+        "\(database.path) is at schema version \(version), this build needs \(latest); run 'chatdb migrate'",
+        path: database.path)
+    }
+    if let recorded = try database.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'") {
+      guard recorded == ownerID else {
+        throw StoreError(
+          .badInput, "\(database.path) belongs to user \(recorded), not \(ownerID)", path: database.path)
+      }
+    } else {
+      try database.execute("INSERT INTO StoreInfo (key, value) VALUES ('owner_user_id', ?)", [ownerID])
+    }
+  }
+
+  /// Opens (creating or migrating as needed) `chats-<owner>.db` in a data folder.
+  public static func open(user ownerID: Int64, in dataDirectory: String) throws -> ChatRepository {
+    let path = StoreLocation.path(forUser: ownerID, in: dataDirectory)
+    if !FileSystem.exists(dataDirectory) { try FileSystem.createPrivateDirectory(atPath: dataDirectory) }
+    _ = try Migrator().migrate(fileAt: path, owner: ownerID)
+    return try ChatRepository(database: Database(path: path), ownerID: ownerID)
+  }
+
+  private var timestamp: String { Timestamp.string(now()) }
+
+  // MARK: - Users
+
+  /// Inserts or updates a contact; a known last-seen time never moves back.
+  public func upsert(_ user: User) throws {
+    try database.write { db in
+      try db.execute(
+        """
+        INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
+          last_connected_at = CASE
+            WHEN Users.last_connected_at IS NULL OR excluded.last_connected_at > Users.last_connected_at
+            THEN coalesce(excluded.last_connected_at, Users.last_connected_at)
+            ELSE Users.last_connected_at END
+        """,
+        [user.id, user.name, user.avatarURL, user.lastConnectedAt])
+    }
+  }
+
+  /// Records a contact's presence (the last time they were online).
+  public func updatePresence(of userID: Int64, lastConnectedAt: String) throws {
+    try database.write { db in
+      try db.execute(
+        "UPDATE Users SET last_connected_at = ?2 WHERE id = ?1 AND (last_connected_at IS NULL OR last_connected_at < ?2)",
+        [userID, lastConnectedAt])
+    }
+  }
+
+  /// A user by id.
+  public func user(_ id: Int64) throws -> User? {
+    try database.cachedStatement("SELECT id, name, avatar_url, last_connected_at FROM Users WHERE id = ?").first([id]) {
+      User(id: $0.int64(0), name: $0.string(1), avatarURL: $0.optionalString(2), lastConnectedAt: $0.optionalString(3))
+    }
+  }
+
+  // MARK: - Sending
+
+  /// Stores a new message to send (PENDING, due now) with a request id never used
+  /// before in this file. It shows at once in the timeline and the conversation list.
+  @discardableResult
+  public func send(to recipient: Int64, content: String) throws -> MessageRequest {
+    let at = timestamp
+    return try database.write { db in
+      guard
+        let requestID = try db.int64(
+          "UPDATE StoreInfo SET value = value + 1 WHERE key = 'last_request_id' RETURNING value")
+      else { throw StoreError(.schemaMismatch, "\(db.path): StoreInfo has no last_request_id", path: db.path) }
+      let request = MessageRequest(
+        requestID: requestID, toUserID: recipient, content: content, status: .pending, createdAt: at,
+        lastModifiedAt: at, failCount: 0, nextAttemptAt: at)
+      do {
+        try db.execute(
+          """
+          INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
+            last_sent_at, fail_count, next_attempt_at, fail_reason)
+          VALUES (?, ?, ?, 'PENDING', ?, ?, NULL, 0, ?, NULL)
+          """,
+          [requestID, recipient, content, at, at, at])
+      } catch let error as SQLiteError where error.extendedCode == 787 /* SQLITE_CONSTRAINT_FOREIGNKEY */ {
+        throw StoreError(.badInput, "user \(recipient) is not a contact in \(db.path)", path: db.path)
+      }
+      return request
+    }
+  }
+
+  /// Requests due for sending at `date`: PENDING ones, SENT ones whose reply is
+  /// overdue, and FAILED ones whose backoff has passed, while `failCount` is below
+  /// `maxAttempts`; oldest first per conversation.
+  public func dueRequests(at date: Date? = nil, maxAttempts: Int = 10, limit: Int = 100) throws -> [MessageRequest] {
+    let at = Timestamp.string(date ?? now())
+    return try database.read { db in
+      try db.query(HotQuery.dueRequests.sql, [at, maxAttempts, limit], Self.request)
+    }
+  }
+
+  /// Marks a request SENT; if no reply comes within `replyTimeout` it is due again
+  /// (the relay deduplicates by request id). Returns false when the request is gone
+  /// (already acknowledged).
+  @discardableResult
+  public func markSent(_ requestID: Int64, replyTimeout: TimeInterval = 30) throws -> Bool {
+    let date = now()
+    return try database.write { db in
+      try db.execute(
+        """
+        UPDATE MessageRequests SET status = 'SENT', last_sent_at = ?2, last_modified_at = ?2, next_attempt_at = ?3
+        WHERE request_id = ?1 AND status IN ('PENDING', 'SENT', 'FAILED')
+        """,
+        [requestID, Timestamp.string(date), Timestamp.string(date.addingTimeInterval(replyTimeout))])
+      return db.changes > 0
+    }
+  }
+
+  /// Records a failed attempt: increments `failCount`, keeps the reason, and schedules
+  /// the next attempt at `retryAt`, or never (a permanent failure) when it is nil.
+  @discardableResult
+  public func markFailed(_ requestID: Int64, reason: String, retryAt: Date?) throws -> Bool {
+    let at = timestamp
+    return try database.write { db in
+      try db.execute(
+        """
+        UPDATE MessageRequests SET status = 'FAILED', fail_count = coalesce(fail_count, 0) + 1, fail_reason = ?2,
+          last_modified_at = ?3, next_attempt_at = ?4
+        WHERE request_id = ?1 AND status IN ('PENDING', 'SENT', 'FAILED')
+        """,
+        [requestID, reason, at, retryAt.map(Timestamp.string)])
+      return db.changes > 0
+    }
+  }
+
+  /// Puts a failed request back in line now, at the user's request ("tap to retry").
+  @discardableResult
+  public func retry(_ requestID: Int64) throws -> Bool {
+    let at = timestamp
+    return try database.write { db in
+      try db.execute(
+        """
+        UPDATE MessageRequests SET status = 'PENDING', fail_count = 0, fail_reason = NULL,
+          last_modified_at = ?2, next_attempt_at = ?2
+        WHERE request_id = ?1 AND status = 'FAILED'
+        """, [requestID, at])
+      return db.changes > 0
+    }
+  }
+
+  /// Deletes one FAILED request, at the user's explicit request only. Returns false
+  /// (and deletes nothing) when the request is not failed.
+  @discardableResult
+  public func deleteFailedRequest(_ requestID: Int64) throws -> Bool {
+    try database.write { db in
+      try db.execute("DELETE FROM MessageRequests WHERE request_id = ? AND status = 'FAILED'", [requestID])
+      return db.changes > 0
+    }
+  }
+
+  /// A request by id.
+  public func request(_ requestID: Int64) throws -> MessageRequest? {
+    try database.cachedStatement("SELECT \(HotQuery.requestColumns) FROM MessageRequests WHERE request_id = ?")
+      .first([requestID], Self.request)
+  }
+
+  // MARK: - Receiving
+
+  /// The relay acknowledged a request with `message`: in one transaction the request
+  /// is deleted and the message stored. Repeating it, or receiving the same message
+  /// through sync first, leaves exactly one message and no request.
+  public func acknowledge(_ message: Message, requestID: Int64) throws {
+    var message = message
+    message.requestID = requestID
+    try database.write { db in
+      try store(message, in: db)
+      try db.execute("DELETE FROM MessageRequests WHERE request_id = ?", [requestID])
+    }
+  }
+
+  /// Stores messages from sync or the socket. A message already stored keeps its row;
+  /// its status can only move forward. A message of the owner's that carries its
+  /// request id also settles that request.
+  public func receive(_ messages: [Message]) throws {
+    guard !messages.isEmpty else { return }
+    try database.write { db in
+      for message in messages {
+        try store(message, in: db)
+        if message.fromUserID == ownerID, let requestID = message.requestID {
+          try db.execute("DELETE FROM MessageRequests WHERE request_id = ?", [requestID])
+        }
+      }
+    }
+  }
+
+  /// Stores one message.
+  public func receive(_ message: Message) throws { try receive([message]) }
+
+  private func store(_ message: Message, in db: Database) throws {
+    guard message.fromUserID == ownerID || message.toUserID == ownerID else {
+      throw StoreError(
+        .badInput, "message \(message.id) is between users \(message.fromUserID) and \(message.toUserID), not with \(ownerID)",
+        path: db.path)
+    }
+    var status = message.status
+    if message.fromUserID == ownerID {
+      // Receipts that came before the message itself.
+      let conversation = message.toUserID
+      if let marks = try db.cachedStatement(
+        "SELECT delivered_up_to, read_up_to FROM ConversationReceipts WHERE conversation_id = ?"
+      ).first([conversation], { ($0.int64(0), $0.int64(1)) }) {
+        if marks.1 >= message.id { status = .read } else if marks.0 >= message.id { status = max(status, .delivered) }
+      }
+      if let early = try db.string("DELETE FROM EarlyReceipts WHERE message_id = ? RETURNING status", [message.id]),
+        let earlyStatus = MessageStatus(rawValue: early)
+      {
+        status = max(status, earlyStatus)
+      }
+    }
+    try db.execute(
+      """
+      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      ON CONFLICT (id) DO UPDATE SET
+        status = CASE WHEN \(Self.rankSQL("excluded.status")) > \(Self.rankSQL("Messages.status"))
+          THEN excluded.status ELSE Messages.status END,
+        request_id = coalesce(Messages.request_id, excluded.request_id)
+      """,
+      [
+        message.id, message.fromUserID, message.toUserID, message.content, status.rawValue,
+        message.createdAt, message.conversationID(owner: ownerID), message.requestID,
+      ])
+  }
+
+  static func rankSQL(_ column: String) -> String {
+    "CASE \(column) WHEN 'SYNCED' THEN 0 WHEN 'DELIVERED' THEN 1 WHEN 'READ' THEN 2 ELSE -1 END"
+  }
+
+  // MARK: - Receipts
+
+  /// Moves one message forward to `status` (a delivery or read receipt). A receipt
+  /// for a message not stored yet is kept and applied when it arrives. Returns false
+  /// when nothing changed now.
+  @discardableResult
+  public func apply(_ status: MessageStatus, toMessage id: Int64) throws -> Bool {
+    try database.write { db in
+      try db.execute("UPDATE Messages SET status = ?2 WHERE id = ?1 AND status IN (\(status.earlierStatusesSQL))", [id, status.rawValue])
+      if db.changes > 0 { return true }
+      if try db.int64("SELECT 1 FROM Messages WHERE id = ?", [id]) == nil {
+        try db.execute(
+          """
+          INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)
+          ON CONFLICT (message_id) DO UPDATE SET status = CASE
+            WHEN \(Self.rankSQL("excluded.status")) > \(Self.rankSQL("EarlyReceipts.status"))
+            THEN excluded.status ELSE EarlyReceipts.status END
+          """, [id, status.rawValue])
+      }
+      return false
+    }
+  }
+
+  /// Moves every message the owner sent in a conversation, up to and including
+  /// `id`, forward to `status` ("read up to N"). The mark is kept for messages that
+  /// arrive later. Returns how many stored messages changed.
+  @discardableResult
+  public func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64) throws -> Int {
+    guard status > .synced else { return 0 }
+    return try database.write { db in
+      let column = status == .read ? "read_up_to" : "delivered_up_to"
+      try db.execute(
+        """
+        INSERT INTO ConversationReceipts (conversation_id, \(column)) VALUES (?1, ?2)
+        ON CONFLICT (conversation_id) DO UPDATE SET \(column) = max(\(column), excluded.\(column))
+        """, [conversation, id])
+      try db.execute(HotQuery.statusUpTo(status).sql, [conversation, id])
+      return db.changes
+    }
+  }
+
+  /// Marks a conversation's incoming messages read. Returns the highest id newly
+  /// read (what the read receipt carries), or nil when nothing was unread.
+  @discardableResult
+  public func markRead(conversation: Int64) throws -> Int64? {
+    try database.write { db in
+      var highest: Int64?
+      try db.cachedStatement(HotQuery.markConversationRead.sql).forEachRow([conversation]) {
+        highest = max(highest ?? $0.int64(0), $0.int64(0))
+      }
+      return highest
+    }
+  }
+
+  /// Incoming messages of a conversation not yet read.
+  public func unreadCount(conversation: Int64) throws -> Int {
+    Int(try database.int64(HotQuery.unreadCount.sql, [conversation]) ?? 0)
+  }
+
+  // MARK: - Queries
+
+  /// The chat list: contacts with messages or unsent requests, newest activity first.
+  public func conversations(limit: Int = 100) throws -> [ConversationPreview] {
+    try database.read { db in
+      try db.query(HotQuery.conversationList.sql, [limit]) { row in
+        let contact = User(
+          id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
+        let message =
+          row.isNull(4)
+          ? nil
+          : Message(
+            id: row.int64(4), fromUserID: row.int64(5), toUserID: row.int64(6), content: row.string(7),
+            status: MessageStatus(rawValue: row.string(8)) ?? .synced, createdAt: row.string(9),
+            requestID: row.optionalInt64(10))
+        let request = row.isNull(11) ? nil : Self.request(row, offset: 11)
+        return ConversationPreview(
+          contact: contact, lastMessage: message, lastRequest: request, unreadCount: row.int(21),
+          lastActivityAt: row.string(22))
+      }
+    }
+  }
+
+  /// A page of a conversation's timeline, oldest first.
+  ///
+  /// With no cursor it is the newest page; `before:` reads the page above a cursor and
+  /// `after:` the page below it. Pages are keyset reads on indexes: their cost does not
+  /// grow with how deep in the history they are.
+  public func timeline(
+    conversation: Int64, before: TimelineCursor? = nil, after: TimelineCursor? = nil, limit: Int = 50
+  ) throws -> TimelinePage {
+    precondition(before == nil || after == nil, "page in one direction at a time")
+    precondition(limit > 0, "a page holds at least one item")
+    return try database.read { db in
+      if let after {
+        return try page(after: after, conversation: conversation, limit: limit, db)
+      }
+      return try page(before: before, conversation: conversation, limit: limit, db)
+    }
+  }
+
+  private func page(before cursor: TimelineCursor?, conversation: Int64, limit: Int, _ db: Database) throws -> TimelinePage {
+    // Walk backwards: requests first (they sit at the end), then messages; one extra
+    // row tells whether there is more.
+    var items: [TimelineItem] = []
+    var messageBound = Int64.max
+    switch cursor {
+    case nil, .request:
+      let (createdAt, requestID): (String, Int64) =
+        if case .request(let c, let r) = cursor { (c, r) } else { ("\u{10FFFF}", Int64.max) }
+      items += try db.query(HotQuery.requestsBefore.sql, [conversation, createdAt, requestID, limit + 1]) {
+        TimelineItem.request(Self.request($0))
+      }
+    case .message(let id):
+      messageBound = id
+    }
+    if items.count <= limit {
+      items += try db.query(HotQuery.messagesBefore.sql, [conversation, messageBound, limit + 1 - items.count]) {
+        TimelineItem.message(Self.message($0))
+      }
+    }
+    let hasOlder = items.count > limit
+    items = Array(items.prefix(limit).reversed())
+    let hasNewer = try cursor != nil && !items.isEmpty && hasItems(after: items.last!.cursor, conversation: conversation, db)
+    return TimelinePage(
+      items: items, older: hasOlder ? items.first?.cursor : nil, newer: hasNewer ? items.last?.cursor : nil)
+  }
+
+  private func page(after cursor: TimelineCursor, conversation: Int64, limit: Int, _ db: Database) throws -> TimelinePage {
+    var items: [TimelineItem] = []
+    var requestBound = ("", Int64.min)
+    if case .message(let id) = cursor {
+      items += try db.query(HotQuery.messagesAfter.sql, [conversation, id, limit + 1]) { TimelineItem.message(Self.message($0)) }
+    } else if case .request(let createdAt, let requestID) = cursor {
+      requestBound = (createdAt, requestID)
+    }
+    if items.count <= limit {
+      items += try db.query(
+        HotQuery.requestsAfter.sql, [conversation, requestBound.0, requestBound.1, limit + 1 - items.count]
+      ) { TimelineItem.request(Self.request($0)) }
+    }
+    let hasNewer = items.count > limit
+    items = Array(items.prefix(limit))
+    return TimelinePage(items: items, older: items.isEmpty ? nil : items.first?.cursor, newer: hasNewer ? items.last?.cursor : nil)
+  }
+
+  private func hasItems(after cursor: TimelineCursor, conversation: Int64, _ db: Database) throws -> Bool {
+    try !page(after: cursor, conversation: conversation, limit: 1, db).items.isEmpty
+  }
+
+  // MARK: - Row mapping
+
+  static func message(_ row: Row) -> Message {
+    Message(
+      id: row.int64(0), fromUserID: row.int64(1), toUserID: row.int64(2), content: row.string(3),
+      status: MessageStatus(rawValue: row.string(4)) ?? .synced, createdAt: row.string(5),
+      requestID: row.optionalInt64(6))
+  }
+
+  static func request(_ row: Row) -> MessageRequest { request(row, offset: 0) }
+
+  static func request(_ row: Row, offset o: Int32) -> MessageRequest {
+    MessageRequest(
+      requestID: row.int64(o), toUserID: row.int64(o + 1), content: row.string(o + 2),
+      status: MessageRequestStatus(rawValue: row.string(o + 3)) ?? .pending, createdAt: row.string(o + 4),
+      lastModifiedAt: row.string(o + 5), lastSentAt: row.optionalString(o + 6), failCount: row.int(o + 7),
+      nextAttemptAt: row.optionalString(o + 8), failReason: row.optionalString(o + 9))
+  }
+}
+
+@available(*, unavailable)
+extension ChatRepository: Sendable {}

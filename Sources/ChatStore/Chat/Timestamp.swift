@@ -1,0 +1,127 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The text form of every time stored in a chat database: ISO 8601 in UTC with
+/// milliseconds, `2026-11-29T23:41:04.123Z`. One fixed width, so text order is time order.
+public enum Timestamp {
+  /// Milliseconds since 1970 as stored text.
+  public static func string(milliseconds ms: Int64) -> String {
+    var seconds = time_t(ms.floorDiv(1000))
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    let millis = Int(ms - ms.floorDiv(1000) * 1000)
+    var bytes = [UInt8](repeating: 0, count: 24)
+    func put(_ value: Int, _ at: Int, _ width: Int) {
+      var v = value
+      for i in stride(from: at + width - 1, through: at, by: -1) {
+        bytes[i] = UInt8(ascii: "0") + UInt8(v % 10)
+        v /= 10
+      }
+    }
+    put(Int(parts.tm_year) + 1900, 0, 4)
+    bytes[4] = UInt8(ascii: "-")
+    put(Int(parts.tm_mon) + 1, 5, 2)
+    bytes[7] = UInt8(ascii: "-")
+    put(Int(parts.tm_mday), 8, 2)
+    bytes[10] = UInt8(ascii: "T")
+    put(Int(parts.tm_hour), 11, 2)
+    bytes[13] = UInt8(ascii: ":")
+    put(Int(parts.tm_min), 14, 2)
+    bytes[16] = UInt8(ascii: ":")
+    put(Int(parts.tm_sec), 17, 2)
+    bytes[19] = UInt8(ascii: ".")
+    put(millis, 20, 3)
+    bytes[23] = UInt8(ascii: "Z")
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// A date as stored text.
+  public static func string(_ date: Date) -> String {
+    string(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+  }
+
+  /// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` (also a plain date `YYYY-MM-DD`) into
+  /// milliseconds since 1970, or nil.
+  public static func milliseconds(from text: String) -> Int64? {
+    let b = Array(text.utf8)
+    func number(_ at: Int, _ width: Int) -> Int? {
+      guard at + width <= b.count else { return nil }
+      var v = 0
+      for i in at..<(at + width) {
+        guard b[i] >= 48 && b[i] <= 57 else { return nil }
+        v = v * 10 + Int(b[i] - 48)
+      }
+      return v
+    }
+    guard b.count >= 10, let year = number(0, 4), b[4] == 45, let month = number(5, 2), b[7] == 45,
+      let day = number(8, 2), (1...12).contains(month), (1...31).contains(day)
+    else { return nil }
+    var hour = 0, minute = 0, second = 0, millis = 0
+    if b.count > 10 {
+      guard b.count >= 20, b[10] == 84, let h = number(11, 2), b[13] == 58, let m = number(14, 2), b[16] == 58,
+        let s = number(17, 2), h < 24, m < 60, s < 61
+      else { return nil }
+      (hour, minute, second) = (h, m, s)
+      var i = 19
+      if b[i] == 46 {
+        i += 1
+        var digits = 0
+        while i < b.count, b[i] >= 48 && b[i] <= 57 {
+          if digits < 3 { millis = millis * 10 + Int(b[i] - 48) }
+          digits += 1
+          i += 1
+        }
+        guard digits > 0 else { return nil }
+        for _ in digits..<3 where digits < 3 { millis *= 10 }
+      }
+      guard i == b.count - 1, b[i] == 90 else { return nil }
+    }
+    let days = daysFromCivil(year, month, day)
+    return ((Int64(days) * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000 + Int64(millis)
+  }
+
+  /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+  static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yoe = y - era * 400
+    let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    return era * 146_097 + doe - 719_468
+  }
+
+  /// Now, as stored text.
+  public static func now() -> String { string(Date()) }
+}
+
+extension Int64 {
+  fileprivate func floorDiv(_ d: Int64) -> Int64 {
+    let q = self / d
+    return (self % d != 0 && (self < 0) != (d < 0)) ? q - 1 : q
+  }
+}
+
+/// The relay's time-sortable 64-bit message ids: milliseconds since 2020-01-01 in the
+/// high bits, a 16-bit sequence in the low bits, so ids rise with time and two
+/// messages in one millisecond still differ.
+public enum MessageID {
+  /// 2020-01-01T00:00:00Z in milliseconds since 1970.
+  public static let epochMilliseconds: Int64 = 1_577_836_800_000
+  /// Bits of the per-millisecond sequence.
+  public static let sequenceBits: Int64 = 16
+
+  /// The id for the `sequence`-th message of the millisecond `milliseconds` (since 1970).
+  public static func make(milliseconds: Int64, sequence: Int64 = 0) -> Int64 {
+    precondition(sequence >= 0 && sequence < 1 << sequenceBits, "sequence out of range")
+    return (milliseconds - epochMilliseconds) << sequenceBits | sequence
+  }
+
+  /// When the relay made `id`, in milliseconds since 1970.
+  public static func milliseconds(of id: Int64) -> Int64 { (id >> sequenceBits) + epochMilliseconds }
+
+  /// The smallest id made at or after `milliseconds`: every older message's id is below it.
+  public static func lowerBound(milliseconds: Int64) -> Int64 { make(milliseconds: max(milliseconds, epochMilliseconds)) }
+}
