@@ -28,6 +28,8 @@ let package = Package(
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatStore", "ChatCLI"]),
+    // In-process timings for scripts/bench; not shipped to users.
+    .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
 
     // MARK: - Tests
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),

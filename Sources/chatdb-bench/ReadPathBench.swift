@@ -1,0 +1,80 @@
+import ChatCLI
+import ChatStore
+import Foundation
+
+/// `chatdb-bench reads`: the conversation screen and chat list on a big file, against
+/// the queries a naive schema would run.
+enum ReadPathBench {
+  static let command = Command(
+    name: "reads",
+    abstract: "Time timeline pages (newest and deep), the conversation list and unread counts.",
+    options: [
+      .value("--db", valueName: "path", help: "The database (at the latest schema) to read."),
+      .value("--owner", valueName: "id", help: "The file's owner."),
+      .value("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200)."),
+      .value("--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000)."),
+    ],
+    run: run
+  )
+
+  static func run(_ arguments: ParsedArguments) throws -> Int32 {
+    guard let path = arguments.value("--db"), let owner = try arguments.value("--owner", as: { Int64($0) }) else {
+      throw arguments.usageError("Missing '--db <path>' or '--owner <id>'")
+    }
+    let repeats = try arguments.value("--repeat", as: { Int($0) }) ?? 200
+    let depth = try arguments.value("--depth", as: { Int($0) }) ?? 10_000
+    let chats = try ChatRepository(database: Database(path: path), ownerID: owner)
+    let db = chats.database
+
+    // The busiest conversation, and the cursor `depth` messages from its newest end.
+    guard let busiest = try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"),
+      let deepID = try db.int64(
+        "SELECT id FROM Messages WHERE conversation_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?", [busiest, depth])
+    else { throw StoreError(.badInput, "\(path): no conversation holds \(depth) messages") }
+    let size = try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ?", [busiest]) ?? 0
+
+    var results: [String: JSONValue] = [
+      "conversation": .int(busiest), "conversationMessages": .int(size), "depth": .int(Int64(depth)),
+      "repeat": .int(Int64(repeats)),
+    ]
+    results["timelineNewestMicros"] = .double(try median(repeats) { _ = try chats.timeline(conversation: busiest, limit: 50) })
+    results["timelineDeepMicros"] = .double(
+      try median(repeats) { _ = try chats.timeline(conversation: busiest, before: .message(id: deepID), limit: 50) })
+    results["conversationList100Micros"] = .double(try median(max(5, repeats / 20)) { _ = try chats.conversations(limit: 100) })
+    results["conversationListAllMicros"] = .double(try median(max(5, repeats / 20)) { _ = try chats.conversations(limit: 100_000) })
+    results["unreadCountMicros"] = .double(try median(repeats) { _ = try chats.unreadCount(conversation: busiest) })
+
+    // What a file without the conversation key would do (seed schema as written), and
+    // OFFSET paging: the reasons for the keyset design.
+    let naive = try db.prepare(
+      """
+      SELECT id, content FROM Messages
+      WHERE (to_user_id = ?1 AND from_user_id = ?2) OR (to_user_id = ?2 AND from_user_id = ?1)
+      ORDER BY id DESC LIMIT 50
+      """)
+    results["naiveOrPageMicros"] = .double(try median(max(3, repeats / 50)) { try naive.forEachRow([busiest, owner]) { _ in } })
+    // The quietest conversation: the OR query walks most of the table to fill a page.
+    let quietest = try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) LIMIT 1") ?? busiest
+    results["quietMessages"] = .int(try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ?", [quietest]) ?? 0)
+    results["timelineQuietMicros"] = .double(try median(repeats) { _ = try chats.timeline(conversation: quietest, limit: 50) })
+    results["naiveOrQuietMicros"] = .double(try median(3) { try naive.forEachRow([quietest, owner]) { _ in } })
+    let offset = try db.prepare(
+      "SELECT id, content FROM Messages WHERE conversation_id = ? ORDER BY id DESC LIMIT 50 OFFSET ?")
+    results["offsetDeepPageMicros"] = .double(try median(repeats) { try offset.forEachRow([busiest, depth]) { _ in } })
+    print(JSONValue.object(results).render(pretty: false))
+    return 0
+  }
+
+  /// The median wall time of `body` over `runs` runs, in microseconds (after one warm-up).
+  static func median(_ runs: Int, _ body: () throws -> Void) throws -> Double {
+    try body()
+    var times: [Double] = []
+    for _ in 0..<runs {
+      let start = DispatchTime.now().uptimeNanoseconds
+      try body()
+      times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+    }
+    times.sort()
+    return (times[times.count / 2] * 10).rounded() / 10
+  }
+}

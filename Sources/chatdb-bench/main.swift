@@ -1,0 +1,13 @@
+// chatdb-bench: in-process timings of ChatStore operations for scripts/bench.
+// Not a user tool: it prints one JSON object per run for the script to tabulate.
+import ChatCLI
+import ChatStore
+import Foundation
+
+let root = Command(
+  name: "chatdb-bench",
+  abstract: "In-process timings of ChatStore operations, as JSON, for scripts/bench.",
+  subcommands: [ReadPathBench.command]
+)
+
+exit(CommandLineTool(root: root, version: "0.1.0").main(Array(CommandLine.arguments.dropFirst())))
