@@ -14,6 +14,11 @@ let package = Package(
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"])]
     ),
+    .systemLibrary(
+      name: "CZstd",
+      pkgConfig: "libzstd",
+      providers: [.apt(["libzstd-dev"])]
+    ),
 
     // MARK: - The schema's history, embedded into the binary at build time
     // `Migrations/*.sql` are inputs of a build command; SwiftPM re-plans when a file is
@@ -24,15 +29,17 @@ let package = Package(
 
     // MARK: - Core and features
     .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"]),
+    .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"]),
     .target(name: "ChatCLI"),
 
     // MARK: - Executables
-    .executableTarget(name: "chatdb", dependencies: ["ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
 
     // MARK: - Tests
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
+    .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore"]),
   ]

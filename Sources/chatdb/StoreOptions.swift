@@ -1,4 +1,5 @@
 import ChatCLI
+import ChatMaintenance
 import ChatStore
 import Foundation
 
@@ -65,4 +66,51 @@ enum StoreOptions {
 struct InvalidValue: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
+}
+
+// MARK: - Opening a file for writing records
+
+extension StoreOptions {
+  /// Opens `path` for writing records: created at the latest version when missing;
+  /// an existing file must already be at the latest version (`chatdb migrate` first).
+  /// Returns the connection and the file's owner.
+  static func openForWriting(path: String, owner: Int64?) throws -> (Database, Int64) {
+    if !FileSystem.exists(path) {
+      try prepareFolder(for: path)
+      _ = try Migrator().migrate(fileAt: path, owner: owner)
+    }
+    do {
+      let db = try Database(path: path)
+      let recorded = try db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
+      guard let resolved = owner ?? recorded else {
+        throw StoreError(.badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)
+      }
+      if let recorded, recorded != resolved {
+        throw StoreError(.badInput, "\(path) belongs to user \(recorded), not \(resolved)", path: path)
+      }
+      return (db, resolved)
+    } catch {
+      throw StoreError.from(error, path: path, doing: "open")
+    }
+  }
+
+  /// Parses `--since`/`--until` style dates: `YYYY-MM-DD` or a full ISO 8601 time.
+  static func time(_ text: String) throws -> String? {
+    guard let ms = Timestamp.milliseconds(from: text) else {
+      throw InvalidValue("expected a date like 2026-01-31 or a time like 2026-01-31T12:00:00Z")
+    }
+    return Timestamp.string(milliseconds: ms)
+  }
+
+  /// Parses a positive count (`--messages 1000000`, also `1_000_000` or `1e6`).
+  static func count(_ text: String) throws -> Int? {
+    let cleaned = text.replacingOccurrences(of: "_", with: "").replacingOccurrences(of: ",", with: "")
+    if let n = Int(cleaned), n >= 0 { return n }
+    if let d = Double(cleaned), d >= 0, d < 1e12, d == d.rounded() { return Int(d) }
+    throw InvalidValue("expected a whole number from 0")
+  }
+}
+
+extension ImportError: ExitCodeProviding {
+  public var exitCode: Int32 { ChatExitCode.code(for: kind) }
 }

@@ -7,7 +7,7 @@ let chatdbVersion = "0.1.0"
 let root = Command(
   name: "chatdb",
   abstract: "Storage management and maintenance for per-user chat databases (chats-<userId>.db).",
-  subcommands: [MigrateCommand.command]
+  subcommands: [MigrateCommand.command, GenerateCommand.command, ImportCommand.command, ExportCommand.command]
 )
 
 exit(CommandLineTool(root: root, version: chatdbVersion).main(Array(CommandLine.arguments.dropFirst()), stdout: .standardOutput, stderr: .standardError))

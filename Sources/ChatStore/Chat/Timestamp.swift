@@ -46,7 +46,12 @@ public enum Timestamp {
   /// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` (also a plain date `YYYY-MM-DD`) into
   /// milliseconds since 1970, or nil.
   public static func milliseconds(from text: String) -> Int64? {
-    let b = Array(text.utf8)
+    var text = text
+    return text.withUTF8 { milliseconds(utf8: $0) }
+  }
+
+  /// `milliseconds(from:)` over UTF-8 bytes, without making a String.
+  public static func milliseconds(utf8 b: UnsafeBufferPointer<UInt8>) -> Int64? {
     func number(_ at: Int, _ width: Int) -> Int? {
       guard at + width <= b.count else { return nil }
       var v = 0

@@ -1,0 +1,396 @@
+import ChatStore
+import Foundation
+
+/// What an import did.
+public struct ImportSummary: Sendable, Equatable {
+  /// Lines that held a record (header and trailer excluded).
+  public var records: Int64 = 0
+  /// Records that changed the file (new rows, or a status moved forward).
+  public var users: Int64 = 0
+  public var messages: Int64 = 0
+  public var requests: Int64 = 0
+  /// Records already in the file exactly as given (a re-import changes nothing).
+  public var unchanged: Int64 = 0
+  /// Records rejected with `skipBadRecords`.
+  public var rejected: Int64 = 0
+  /// Batches committed.
+  public var batches: Int64 = 0
+  /// Bytes read from the input (compressed bytes for zstd).
+  public var bytesIn: Int64 = 0
+  /// Bytes of NDJSON after decompression.
+  public var bytesDecoded: Int64 = 0
+  /// Whether the input started with a chatdb header.
+  public var hadHeader = false
+}
+
+/// A failed import: where and why, and what had been committed before it.
+public struct ImportError: Error, CustomStringConvertible, Sendable {
+  /// `FILE:LINE: <field and reason>` (or `FILE: <reason>` for the whole file).
+  public var message: String
+  /// The batches before the failure, which stay committed.
+  public var committed: ImportSummary
+  public var kind: StoreError.Kind
+
+  public var description: String {
+    guard committed.records > 0 else { return message + " (nothing was imported)" }
+    return message
+      + " (\(committed.records - committed.rejected) records before it were committed in \(committed.batches) batches;"
+      + " import is idempotent: fix the file and run it again)"
+  }
+}
+
+/// Imports an NDJSON history (plain or zstd) into a user's file in batch transactions.
+///
+/// Messages are keyed by id and requests by request id, so importing the same file
+/// twice changes nothing. Only one batch is ever held in a transaction; memory does not
+/// grow with the input. See <https://sqlite.org/lang_upsert.html>.
+public final class HistoryImporter {
+  public struct Options: Sendable {
+    /// Records per transaction.
+    public var batchSize = 10_000
+    /// Write each bad record to `rejects` and go on, instead of stopping at the first.
+    public var skipBadRecords = false
+    public init() {}
+  }
+
+  /// Records per transaction by default: beyond 10,000 the batch size barely matters,
+  /// and a batch holds the write lock for well under a second.
+  public static let defaultBatchSize = 10_000
+
+  let db: Database
+  let owner: Int64
+  let options: Options
+  let parser = RecordParser()
+  private(set) var summary = ImportSummary()
+  private var committed = ImportSummary()
+  private var inBatch = 0
+  private let insertUser: Statement
+  private let insertMessage: Statement
+  private let insertRequest: Statement
+  private let acknowledgedRequest: Statement
+
+  /// Prepares an import into `db`, which must be at the latest schema version.
+  public init(database: Database, owner: Int64, options: Options = Options()) throws {
+    let latest = Migration.shipped.count
+    let version = Int(try database.int64("PRAGMA user_version") ?? 0)
+    guard version == latest else {
+      throw StoreError(
+        version > latest ? .newerSchema : .schemaMismatch,
+        "\(database.path) is at schema version \(version), import needs \(latest); run 'chatdb migrate' on it first",
+        path: database.path)
+    }
+    self.db = database
+    self.owner = owner
+    self.options = options
+    insertUser = try database.prepare(
+      """
+      INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
+        last_connected_at = excluded.last_connected_at
+      WHERE (name, avatar_url, last_connected_at) IS NOT (excluded.name, excluded.avatar_url, excluded.last_connected_at)
+      """)
+    insertMessage = try database.prepare(
+      """
+      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      ON CONFLICT (id) DO UPDATE SET status = excluded.status
+      WHERE \(Self.rank("excluded.status")) > \(Self.rank("Messages.status"))
+      """)
+    insertRequest = try database.prepare(
+      """
+      INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
+        last_sent_at, fail_count, next_attempt_at, fail_reason)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+      ON CONFLICT (request_id) DO NOTHING
+      """)
+    acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
+  }
+
+  static func rank(_ column: String) -> String {
+    "CASE \(column) WHEN 'SYNCED' THEN 0 WHEN 'DELIVERED' THEN 1 WHEN 'READ' THEN 2 ELSE -1 END"
+  }
+
+  /// Reads every line of `source` and imports it. `rejects` receives each rejected
+  /// line (with `skipBadRecords`); `progress` is called after every batch.
+  public func run(
+    _ source: ByteSource, rejects: (any ByteSink)? = nil, progress: (ImportSummary) -> Void = { _ in }
+  ) throws -> ImportSummary {
+    let lines = LineReader(source: source)
+    var header: HistoryHeader?
+    var trailer: HistoryTrailer?
+    var seen = HistoryTrailer()
+    var rejectWriter = JSONLineWriter()
+    try db.execute("BEGIN IMMEDIATE")
+    do {
+      while let outcome = try lines.nextLine({ line -> LineOutcome in
+        if line.isEmpty { return .skipped }
+        do {
+          if trailer != nil { throw RecordError("data after the trailer") }
+          let kind = try parser.parse(line)
+          switch kind {
+          case .header:
+            guard lines.lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
+            header = try checkedHeader()
+            return .skipped
+          case .trailer:
+            trailer = try parser.trailer()
+            return .skipped
+          case .user, .message, .request:
+            summary.records += 1
+            try insert(kind, counting: &seen)
+            return .imported
+          }
+        } catch let error as RecordError {
+          guard options.skipBadRecords, !(error.description.hasPrefix("header")) else {
+            throw fail("\(source.name):\(lines.lineNumber): \(error)", .badInput)
+          }
+          summary.rejected += 1
+          rejectWriter.begin(type: "rejected")
+          rejectWriter.field("line", Int64(lines.lineNumber))
+          rejectWriter.field("reason", error.description)
+          rejectWriter.field("text", utf8: line)
+          rejectWriter.end()
+          if let rejects { try rejectWriter.flushIfFull(to: rejects) }
+          return .skipped
+        }
+      }) {
+        if outcome == .imported {
+          inBatch += 1
+          if inBatch >= options.batchSize {
+            try commitBatch()
+            summary.bytesIn = source.bytesRead
+            progress(summary)
+          }
+        }
+      }
+      if header != nil && trailer == nil {
+        throw fail("\(source.name): the trailer is missing: the export is incomplete (truncated?)", .badInput)
+      }
+      if let trailer, trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && trailer != seen) {
+        throw fail(
+          "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages and \(trailer.requests) requests, "
+            + "but the file holds \(seen.users), \(seen.messages) and \(seen.requests)", .badInput)
+      }
+      try raiseRequestCounter()
+      try commitBatch(last: true)
+    } catch {
+      if db.isInTransaction { try? db.execute("ROLLBACK") }
+      if let rejects { try? rejectWriter.flush(to: rejects); try? rejects.finish() }
+      if let error = error as? ImportError { throw error }
+      if let error = error as? StoreError { throw fail(error.message, error.kind) }
+      throw fail("\(source.name):\(lines.lineNumber): \(error)", .badInput)
+    }
+    if let rejects {
+      try rejectWriter.flush(to: rejects)
+      try rejects.finish()
+    }
+    summary.hadHeader = header != nil
+    summary.bytesIn = source.bytesRead
+    return summary
+  }
+
+  enum LineOutcome { case imported, skipped }
+
+  /// Everything before the current batch is committed; the current batch is not.
+  private func fail(_ message: String, _ kind: StoreError.Kind) -> ImportError {
+    ImportError(message: message, committed: committed, kind: kind)
+  }
+
+  private func checkedHeader() throws -> HistoryHeader {
+    let header = try parser.header()
+    guard header.version <= HistoryHeader.currentVersion else {
+      throw RecordError(
+        "header: format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb")
+    }
+    guard header.userID == owner else {
+      throw RecordError("header: this history belongs to user \(header.userID), not \(owner)")
+    }
+    return header
+  }
+
+  /// Commits the batch and, unless it was the last, opens the next one.
+  private func commitBatch(last: Bool = false) throws {
+    try db.execute("COMMIT")
+    if inBatch > 0 { summary.batches += 1 }
+    committed = summary
+    inBatch = 0
+    if !last { try db.execute("BEGIN IMMEDIATE") }
+  }
+
+  /// New sends must never reuse an imported request id.
+  private func raiseRequestCounter() throws {
+    try db.execute(
+      """
+      UPDATE StoreInfo SET value = max(value,
+        coalesce((SELECT max(request_id) FROM MessageRequests), 0),
+        coalesce((SELECT max(request_id) FROM Messages WHERE from_user_id = ?1 AND request_id IS NOT NULL), 0))
+      WHERE key = 'last_request_id'
+      """, [owner])
+  }
+
+  // MARK: - Inserting
+
+  private func insert(_ kind: RecordParser.Kind, counting seen: inout HistoryTrailer) throws {
+    let record = try parser.record(kind)
+    seen.count(record)
+    try insert(record)
+  }
+
+  /// Inserts one record in the current batch; a record the file already holds changes nothing.
+  func insert(_ record: Record) throws {
+    switch record {
+    case .user(let u):
+      try insertUser.bind(u.id, at: 1)
+      try insertUser.bind(u.name, at: 2)
+      try insertUser.bind(u.avatarURL.databaseValue, at: 3)
+      try insertUser.bind(u.lastConnectedAt.databaseValue, at: 4)
+      try step(insertUser) { summary.users += 1 }
+    case .message(let m):
+      guard m.fromUserID == owner || m.toUserID == owner else {
+        throw RecordError("the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
+      }
+      try insertMessage.bind(m.id, at: 1)
+      try insertMessage.bind(m.fromUserID, at: 2)
+      try insertMessage.bind(m.toUserID, at: 3)
+      try insertMessage.bind(m.content, at: 4)
+      try insertMessage.bind(m.status.rawValue, at: 5)
+      try insertMessage.bind(m.createdAt, at: 6)
+      try insertMessage.bind(m.conversationID(owner: owner), at: 7)
+      try insertMessage.bind((m.fromUserID == owner ? m.requestID : nil).databaseValue, at: 8)
+      try step(insertMessage) { summary.messages += 1 }
+    case .request(let r):
+      // A request whose message is already here was acknowledged: nothing to keep.
+      if try acknowledgedRequest.first([owner, r.requestID], { _ in true }) == true {
+        summary.unchanged += 1
+        return
+      }
+      try insertRequest.bind(r.requestID, at: 1)
+      try insertRequest.bind(r.toUserID, at: 2)
+      try insertRequest.bind(r.content, at: 3)
+      try insertRequest.bind(r.status.rawValue, at: 4)
+      try insertRequest.bind(r.createdAt, at: 5)
+      try insertRequest.bind(r.lastModifiedAt, at: 6)
+      try insertRequest.bind(r.lastSentAt.databaseValue, at: 7)
+      try insertRequest.bind(Int64(r.failCount), at: 8)
+      try insertRequest.bind(r.nextAttemptAt.databaseValue, at: 9)
+      try insertRequest.bind(r.failReason.databaseValue, at: 10)
+      try step(insertRequest) { summary.requests += 1 }
+    }
+  }
+
+  /// Writes generated records straight into the file in batches, as an import of
+  /// their NDJSON would. `progress` is called after every batch.
+  public func write(
+    _ produce: ((Record) throws -> Void) throws -> Void, progress: @escaping (ImportSummary) -> Void = { _ in }
+  ) throws
+    -> ImportSummary
+  {
+    try db.execute("BEGIN IMMEDIATE")
+    do {
+      try produce { record in
+        summary.records += 1
+        try insert(record)
+        inBatch += 1
+        if inBatch >= options.batchSize {
+          try commitBatch()
+          progress(summary)
+        }
+      }
+      try raiseRequestCounter()
+      try commitBatch(last: true)
+    } catch {
+      if db.isInTransaction { try? db.execute("ROLLBACK") }
+      throw StoreError.from(error, path: db.path, doing: "write generated records into")
+    }
+    return summary
+  }
+
+  /// Runs an insert; a constraint failure is the record's fault and is reported as such.
+  private func step(_ statement: Statement, changed: () -> Void) throws {
+    do {
+      try statement.step()
+      statement.reset()
+    } catch let error as SQLiteError where error.code == 19 /* SQLITE_CONSTRAINT */ {
+      statement.reset()
+      switch error.extendedCode {
+      case 787:
+        throw RecordError("refers to a user who is not in the file (user records must come before their messages)")
+      case 2067:
+        throw RecordError("field 'requestId': already used by another message")
+      default:
+        throw RecordError("rejected by the database: \(error.message)")
+      }
+    }
+    if db.changes > 0 { changed() } else { summary.unchanged += 1 }
+  }
+}
+
+@available(*, unavailable)
+extension HistoryImporter: Sendable {}
+
+// MARK: - Verification
+
+extension HistoryImporter {
+  /// What a verification pass found.
+  public struct Verification: Sendable {
+    /// Whether the file starts with a chatdb header (and so must end with a trailer).
+    public var isExport: Bool
+    /// Record lines (header and trailer excluded).
+    public var records: Int64
+    /// Bytes after decompression.
+    public var decodedBytes: Int64
+    /// Whose history the header says it is.
+    public var userID: Int64?
+  }
+
+  /// Reads a whole file once without importing it: a chatdb export must decompress
+  /// cleanly (zstd checksum), end with its trailer and hold as many records as the
+  /// trailer says. Lets import refuse a damaged export before changing anything.
+  public static func verify(path: String) throws -> Verification {
+    let source = try ByteSource.open(path: path)
+    let lines = LineReader(source: source)
+    let parser = RecordParser()
+    var first = true
+    var isExport = false
+    var records: Int64 = 0
+    var decoded: Int64 = 0
+    var trailer: HistoryTrailer?
+    var userID: Int64?
+    while let _ = try lines.nextLine({ line -> Bool in
+      decoded += Int64(line.count) + 1
+      guard !line.isEmpty else { return true }
+      defer { first = false }
+      let looksLikeControl = line.count < 512 && (Self.contains(line, "\"type\":\"header\"") || Self.contains(line, "\"type\":\"trailer\""))
+      if looksLikeControl, let kind = try? parser.parse(line) {
+        if kind == .header && first {
+          isExport = true
+          userID = try? parser.header().userID
+          return true
+        }
+        if kind == .trailer { trailer = try? parser.trailer(); return true }
+      }
+      records += 1
+      return true
+    }) {}
+    if isExport {
+      guard let trailer else {
+        throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
+      }
+      guard trailer.total == records else {
+        throw StoreError(
+          .badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
+      }
+    }
+    return Verification(isExport: isExport, records: records, decodedBytes: decoded, userID: userID)
+  }
+
+  private static func contains(_ line: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
+    let n = needle.utf8CodeUnitCount
+    guard line.count >= n else { return false }
+    let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: n)
+    for start in 0...(line.count - n) where line[start] == pattern[0] {
+      if UnsafeBufferPointer(rebasing: line[start..<(start + n)]).elementsEqual(pattern) { return true }
+    }
+    return false
+  }
+}

@@ -1,0 +1,221 @@
+/// Builds NDJSON lines into one reusable byte buffer, escaping strings per RFC 8259,
+/// and hands full chunks to a `ByteSink`. No allocation per line.
+///
+/// See <https://www.rfc-editor.org/rfc/rfc8259#section-7>.
+public struct JSONLineWriter {
+  /// The bytes not yet handed to the sink.
+  public private(set) var buffer: [UInt8] = []
+  private var needsComma = false
+  /// Bytes at which the buffer is handed to the sink.
+  static let flushThreshold = 1 << 18
+
+  public init() { buffer.reserveCapacity(Self.flushThreshold + 64 * 1024) }
+
+  // MARK: - Objects
+
+  /// Starts `{"type":"<type>"`.
+  public mutating func begin(type: StaticString) {
+    append("{\"type\":\"")
+    type.withUTF8Buffer { buffer.append(contentsOf: $0) }
+    buffer.append(UInt8(ascii: "\""))
+    needsComma = true
+  }
+
+  /// Ends the object and the line.
+  public mutating func end() {
+    buffer.append(UInt8(ascii: "}"))
+    buffer.append(UInt8(ascii: "\n"))
+    needsComma = false
+  }
+
+  private mutating func key(_ name: StaticString) {
+    if needsComma { buffer.append(UInt8(ascii: ",")) }
+    needsComma = true
+    buffer.append(UInt8(ascii: "\""))
+    name.withUTF8Buffer { buffer.append(contentsOf: $0) }
+    buffer.append(UInt8(ascii: "\""))
+    buffer.append(UInt8(ascii: ":"))
+  }
+
+  private mutating func append(_ text: StaticString) { text.withUTF8Buffer { buffer.append(contentsOf: $0) } }
+
+  // MARK: - Fields
+
+  /// `"name":123`
+  public mutating func field(_ name: StaticString, _ value: Int64) {
+    key(name)
+    appendInteger(value)
+  }
+
+  /// `"name":123` or `"name":null`.
+  public mutating func field(_ name: StaticString, _ value: Int64?) {
+    key(name)
+    if let value { appendInteger(value) } else { append("null") }
+  }
+
+  /// `"name":"escaped text"`
+  public mutating func field(_ name: StaticString, _ value: String) {
+    key(name)
+    var value = value
+    value.withUTF8 { appendString($0) }
+  }
+
+  /// `"name":"escaped text"` or `"name":null`.
+  public mutating func field(_ name: StaticString, _ value: String?) {
+    if let value { field(name, value) } else {
+      key(name)
+      append("null")
+    }
+  }
+
+  /// `"name":"escaped text"` from UTF-8 bytes (a column read without making a String).
+  public mutating func field(_ name: StaticString, utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    key(name)
+    appendString(bytes)
+  }
+
+  /// `"name":null`
+  public mutating func nullField(_ name: StaticString) {
+    key(name)
+    append("null")
+  }
+
+  /// `"name":{"k":"v",…}` with keys in order.
+  public mutating func field(_ name: StaticString, object: [(String, String)]) {
+    key(name)
+    buffer.append(UInt8(ascii: "{"))
+    for (index, (k, v)) in object.enumerated() {
+      if index > 0 { buffer.append(UInt8(ascii: ",")) }
+      var k = k
+      var v = v
+      k.withUTF8 { appendString($0) }
+      buffer.append(UInt8(ascii: ":"))
+      v.withUTF8 { appendString($0) }
+    }
+    buffer.append(UInt8(ascii: "}"))
+  }
+
+  // MARK: - Scalars
+
+  private mutating func appendInteger(_ value: Int64) {
+    if value == 0 {
+      buffer.append(UInt8(ascii: "0"))
+      return
+    }
+    var magnitude = value.magnitude
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, no heap
+    var count = 0
+    withUnsafeMutableBytes(of: &digits) { raw in
+      while magnitude > 0 {
+        raw[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+        magnitude /= 10
+        count += 1
+      }
+      if value < 0 { buffer.append(UInt8(ascii: "-")) }
+      for i in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[i]) }
+    }
+  }
+
+  private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+  /// Appends a quoted JSON string; the bytes must be valid UTF-8 (SQLite text and
+  /// Swift strings are), which passes through unescaped.
+  mutating func appendString(_ bytes: UnsafeBufferPointer<UInt8>) {
+    buffer.append(UInt8(ascii: "\""))
+    var start = 0
+    for i in 0..<bytes.count {
+      let byte = bytes[i]
+      guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+      if start < i { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
+      buffer.append(UInt8(ascii: "\\"))
+      switch byte {
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+      case 0x0A: buffer.append(UInt8(ascii: "n"))
+      case 0x0D: buffer.append(UInt8(ascii: "r"))
+      case 0x09: buffer.append(UInt8(ascii: "t"))
+      case 0x08: buffer.append(UInt8(ascii: "b"))
+      case 0x0C: buffer.append(UInt8(ascii: "f"))
+      default:
+        buffer.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
+      }
+      start = i + 1
+    }
+    if start < bytes.count { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...])) }
+    buffer.append(UInt8(ascii: "\""))
+  }
+
+  // MARK: - Output
+
+  /// Hands the buffer to `sink` once it holds enough to be worth a write.
+  public mutating func flushIfFull(to sink: some ByteSink) throws {
+    if buffer.count >= Self.flushThreshold { try flush(to: sink) }
+  }
+
+  /// Hands everything buffered to `sink`.
+  public mutating func flush(to sink: some ByteSink) throws {
+    guard !buffer.isEmpty else { return }
+    try buffer.withUnsafeBytes { try sink.write($0) }
+    buffer.removeAll(keepingCapacity: true)
+  }
+}
+
+// MARK: - Records
+
+extension JSONLineWriter {
+  /// Appends one record as a line.
+  public mutating func write(_ record: Record) {
+    switch record {
+    case .user(let u):
+      begin(type: "user")
+      field("id", u.id)
+      field("name", u.name)
+      field("avatarUrl", u.avatarURL)
+      field("lastConnectedAt", u.lastConnectedAt)
+      end()
+    case .message(let m):
+      begin(type: "message")
+      field("id", m.id)
+      field("fromUserId", m.fromUserID)
+      field("toUserId", m.toUserID)
+      field("content", m.content)
+      field("status", m.status.rawValue)
+      field("createdAt", m.createdAt)
+      if let requestID = m.requestID { field("requestId", requestID) }
+      end()
+    case .request(let r):
+      begin(type: "request")
+      field("requestId", r.requestID)
+      field("toUserId", r.toUserID)
+      field("content", r.content)
+      field("status", r.status.rawValue)
+      field("createdAt", r.createdAt)
+      field("lastModifiedAt", r.lastModifiedAt)
+      field("lastSentAt", r.lastSentAt)
+      field("failCount", Int64(r.failCount))
+      field("nextAttemptAt", r.nextAttemptAt)
+      field("failReason", r.failReason)
+      end()
+    }
+  }
+
+  /// Appends the header line.
+  public mutating func write(_ header: HistoryHeader) {
+    begin(type: "header")
+    field("format", HistoryHeader.formatName)
+    field("version", Int64(header.version))
+    field("schemaVersion", Int64(header.schemaVersion))
+    field("userId", header.userID)
+    field("exportedAt", header.exportedAt)
+    field("filters", object: header.filters.sorted { $0.key < $1.key })
+    end()
+  }
+
+  /// Appends the trailer line.
+  public mutating func write(_ trailer: HistoryTrailer) {
+    begin(type: "trailer")
+    field("users", trailer.users)
+    field("messages", trailer.messages)
+    field("requests", trailer.requests)
+    end()
+  }
+}

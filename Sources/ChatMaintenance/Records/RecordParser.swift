@@ -1,0 +1,520 @@
+import ChatStore
+
+/// Why one line could not be read as a record: the field and the reason, for
+/// `FILE:LINE: <field and reason>` messages.
+public struct RecordError: Error, CustomStringConvertible, Sendable {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+  static func field(_ name: String, _ reason: String) -> RecordError { RecordError("field '\(name)': \(reason)") }
+}
+
+/// The longest message or request content accepted, in UTF-8 bytes (64 KiB).
+public let maximumContentBytes = 65_536
+
+/// Reads one NDJSON line of a chatdb history: a flat JSON object whose fields it keeps
+/// in one scratch buffer, so a line costs no allocation beyond the strings a caller
+/// asks for. Unknown fields are skipped, whatever their type.
+///
+/// The parser is strict where the data matters: UTF-8 must be valid, integers must be
+/// integers in range, enums must be known values, times must be ISO 8601.
+public final class RecordParser {
+  /// The fields a history line may have.
+  enum Key: Int, CaseIterable {
+    case type, id, fromUserId, toUserId, content, status, createdAt, requestId, name, avatarUrl, lastConnectedAt
+    case lastModifiedAt, lastSentAt, failCount, nextAttemptAt, failReason
+    case format, version, schemaVersion, userId, exportedAt, filters, users, messages, requests
+
+    static let names: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) }
+  }
+
+  /// A parsed field value; strings live in `scratch`.
+  enum Value: Equatable {
+    case absent, null, bool(Bool), int(Int64), number, string(start: Int, count: Int), object, array
+  }
+
+  private(set) var values = [Value](repeating: .absent, count: Key.allCases.count)
+  /// Unescaped string bytes of the current line.
+  private(set) var scratch: [UInt8] = []
+  /// `filters` of a header, in order.
+  private(set) var filters: [(String, String)] = []
+
+  public init() { scratch.reserveCapacity(1 << 16) }
+
+  // MARK: - Lines
+
+  /// What a line is.
+  public enum Kind: Equatable, Sendable { case header, trailer, user, message, request }
+
+  /// Parses `line`; afterwards the typed accessors read its fields.
+  public func parse(_ line: UnsafeBufferPointer<UInt8>) throws(RecordError) -> Kind {
+    for i in values.indices { values[i] = .absent }
+    scratch.removeAll(keepingCapacity: true)
+    filters.removeAll()
+    var scanner = Scanner(bytes: line)
+    try parseObject(&scanner)
+    scanner.skipSpace()
+    guard scanner.atEnd else { throw RecordError("unexpected text after the JSON object") }
+    guard case .string = values[Key.type.rawValue] else {
+      throw values[Key.type.rawValue] == .absent
+        ? RecordError("missing field 'type'") : RecordError.field("type", "must be a string")
+    }
+    switch text(.type) {
+    case "message": return .message
+    case "user": return .user
+    case "request": return .request
+    case "header": return .header
+    case "trailer": return .trailer
+    case let other: throw RecordError.field("type", "unknown record type '\(other)'")
+    }
+  }
+
+  // MARK: - Field access
+
+  /// A required positive 64-bit integer.
+  func id(_ key: Key) throws(RecordError) -> Int64 {
+    switch values[key.rawValue] {
+    case .int(let v) where v > 0: return v
+    case .int(let v): throw RecordError.field("\(key)", "\(v) is out of range (ids are 1…9223372036854775807)")
+    case .absent: throw RecordError.field("\(key)", "missing")
+    case .number: throw RecordError.field("\(key)", "not an integer, or out of range")
+    default: throw RecordError.field("\(key)", "must be an integer")
+    }
+  }
+
+  /// An optional positive id (absent or null → nil).
+  func optionalID(_ key: Key) throws(RecordError) -> Int64? {
+    switch values[key.rawValue] {
+    case .absent, .null: nil
+    default: try id(key)
+    }
+  }
+
+  /// An optional integer ≥ 0 with a default.
+  func count(_ key: Key, default fallback: Int64) throws(RecordError) -> Int64 {
+    switch values[key.rawValue] {
+    case .absent, .null: return fallback
+    case .int(let v) where v >= 0: return v
+    case .int(let v): throw RecordError.field("\(key)", "\(v) is negative")
+    default: throw RecordError.field("\(key)", "must be an integer")
+    }
+  }
+
+  /// Whether a field is a string.
+  func isString(_ key: Key) -> Bool { if case .string = values[key.rawValue] { true } else { false } }
+
+  /// The bytes of a required string field, with its length limit.
+  func withBytes<R>(_ key: Key, maxBytes: Int = 4096, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) throws -> R {
+    guard case .string(let start, let count) = values[key.rawValue] else {
+      throw values[key.rawValue] == .absent
+        ? RecordError.field("\(key)", "missing") : RecordError.field("\(key)", "must be a string")
+    }
+    guard count <= maxBytes else {
+      throw RecordError.field("\(key)", "\(count) bytes is longer than the limit of \(maxBytes)")
+    }
+    return try scratch.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[start..<(start + count)])) }
+  }
+
+  /// A required string field as a String.
+  func text(_ key: Key, maxBytes: Int = 4096) throws -> String {
+    try withBytes(key, maxBytes: maxBytes) { String(decoding: $0, as: UTF8.self) }
+  }
+
+  private func text(_ key: Key) -> String {
+    (try? text(key, maxBytes: .max)) ?? ""
+  }
+
+  /// An optional string (absent or null → nil).
+  func optionalText(_ key: Key, maxBytes: Int = 4096) throws -> String? {
+    switch values[key.rawValue] {
+    case .absent, .null: nil
+    default: try text(key, maxBytes: maxBytes)
+    }
+  }
+
+  /// A required time, returned in the stored form (`Timestamp`).
+  func time(_ key: Key) throws -> String {
+    try withBytes(key, maxBytes: 64) { bytes in
+      guard let ms = Timestamp.milliseconds(utf8: bytes) else {
+        throw RecordError.field("\(key)", "'\(String(decoding: bytes, as: UTF8.self))' is not an ISO 8601 time like 2026-01-31T12:00:00.000Z")
+      }
+      return bytes.count == 24 ? String(decoding: bytes, as: UTF8.self) : Timestamp.string(milliseconds: ms)
+    }
+  }
+
+  /// An optional time.
+  func optionalTime(_ key: Key) throws -> String? {
+    switch values[key.rawValue] {
+    case .absent, .null: nil
+    default: try time(key)
+    }
+  }
+
+  /// A required enum value.
+  func choice<E: RawRepresentable & CaseIterable>(_ key: Key, _ type: E.Type) throws -> E where E.RawValue == String {
+    let raw = try text(key, maxBytes: 32)
+    guard let value = E(rawValue: raw) else {
+      throw RecordError.field("\(key)", "'\(raw)' is not one of \(E.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+    return value
+  }
+
+  // MARK: - Whole records
+
+  /// The current line as a record (after `parse` returned `.user`, `.message` or `.request`).
+  public func record(_ kind: Kind) throws -> Record {
+    switch kind {
+    case .user:
+      return .user(
+        User(
+          id: try id(.id), name: try text(.name), avatarURL: try optionalText(.avatarUrl),
+          lastConnectedAt: try optionalTime(.lastConnectedAt)))
+    case .message:
+      return .message(
+        Message(
+          id: try id(.id), fromUserID: try id(.fromUserId), toUserID: try id(.toUserId),
+          content: try text(.content, maxBytes: maximumContentBytes), status: try choice(.status, MessageStatus.self),
+          createdAt: try time(.createdAt), requestID: try optionalID(.requestId)))
+    case .request:
+      let createdAt = try time(.createdAt)
+      return .request(
+        MessageRequest(
+          requestID: try id(.requestId), toUserID: try id(.toUserId),
+          content: try text(.content, maxBytes: maximumContentBytes),
+          status: try choice(.status, MessageRequestStatus.self), createdAt: createdAt,
+          lastModifiedAt: try optionalTime(.lastModifiedAt) ?? createdAt, lastSentAt: try optionalTime(.lastSentAt),
+          failCount: Int(try count(.failCount, default: 0)), nextAttemptAt: try optionalTime(.nextAttemptAt),
+          failReason: try optionalText(.failReason)))
+    case .header, .trailer:
+      throw RecordError("a \(kind) line is not a record")
+    }
+  }
+
+  /// The current line as a header.
+  public func header() throws -> HistoryHeader {
+    let format = try text(.format)
+    guard format == HistoryHeader.formatName else {
+      throw RecordError.field("format", "'\(format)' is not \(HistoryHeader.formatName)")
+    }
+    return HistoryHeader(
+      version: Int(try count(.version, default: 0)), schemaVersion: Int(try count(.schemaVersion, default: 0)),
+      userID: try id(.userId), exportedAt: try optionalText(.exportedAt) ?? "",
+      filters: Dictionary(filters, uniquingKeysWith: { $1 }))
+  }
+
+  /// The current line as a trailer.
+  public func trailer() throws -> HistoryTrailer {
+    HistoryTrailer(
+      users: try count(.users, default: -1), messages: try count(.messages, default: -1),
+      requests: try count(.requests, default: -1))
+  }
+
+  // MARK: - Scanning
+
+  struct Scanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var i = 0
+    var atEnd: Bool { i >= bytes.count }
+    var current: UInt8 { bytes[i] }
+    mutating func skipSpace() {
+      while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0D || bytes[i] == 0x0A { i += 1 }
+    }
+    mutating func expect(_ byte: UInt8, _ what: String) throws(RecordError) {
+      skipSpace()
+      guard i < bytes.count, bytes[i] == byte else {
+        throw RecordError(i < bytes.count ? "expected \(what) at byte \(i + 1)" : "the line ends early (expected \(what))")
+      }
+      i += 1
+    }
+  }
+
+  private func parseObject(_ s: inout Scanner) throws(RecordError) {
+    try s.expect(UInt8(ascii: "{"), "'{': a record is a JSON object")
+    s.skipSpace()
+    if !s.atEnd && s.current == UInt8(ascii: "}") {
+      s.i += 1
+      return
+    }
+    while true {
+      s.skipSpace()
+      guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError("expected a field name at byte \(s.i + 1)") }
+      let keyStart = scratch.count
+      try parseString(&s)
+      let key = Self.key(scratch, from: keyStart)
+      let keyName = key == nil ? String(decoding: scratch[keyStart...], as: UTF8.self) : ""
+      scratch.removeSubrange(keyStart...)
+      try s.expect(UInt8(ascii: ":"), "':'")
+      s.skipSpace()
+      guard !s.atEnd else { throw RecordError("the line ends early") }
+      let value: Value
+      if key == .filters && s.current == UInt8(ascii: "{") {
+        try parseFilters(&s)
+        value = .object
+      } else {
+        do { value = try parseValue(&s, depth: 0) } catch {
+          throw RecordError.field(key.map { "\($0)" } ?? keyName, error.description)
+        }
+      }
+      if let key { values[key.rawValue] = value }
+      s.skipSpace()
+      guard !s.atEnd else { throw RecordError("the line ends early (expected ',' or '}')") }
+      if s.current == UInt8(ascii: ",") {
+        s.i += 1
+        continue
+      }
+      if s.current == UInt8(ascii: "}") {
+        s.i += 1
+        return
+      }
+      throw RecordError("expected ',' or '}' at byte \(s.i + 1)")
+    }
+  }
+
+  private static func key(_ scratch: [UInt8], from start: Int) -> Key? {
+    let count = scratch.count - start
+    for (index, name) in Key.names.enumerated() where name.count == count {
+      if scratch[start...].elementsEqual(name) { return Key(rawValue: index) }
+    }
+    return nil
+  }
+
+  private func parseFilters(_ s: inout Scanner) throws(RecordError) {
+    s.i += 1
+    s.skipSpace()
+    if !s.atEnd && s.current == UInt8(ascii: "}") {
+      s.i += 1
+      return
+    }
+    while true {
+      s.skipSpace()
+      let start = scratch.count
+      guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError.field("filters", "expected a name") }
+      try parseString(&s)
+      let name = String(decoding: scratch[start...], as: UTF8.self)
+      scratch.removeSubrange(start...)
+      try s.expect(UInt8(ascii: ":"), "':'")
+      s.skipSpace()
+      guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError.field("filters", "values must be strings") }
+      try parseString(&s)
+      filters.append((name, String(decoding: scratch[start...], as: UTF8.self)))
+      scratch.removeSubrange(start...)
+      s.skipSpace()
+      guard !s.atEnd else { throw RecordError("the line ends early") }
+      s.i += 1
+      if s.bytes[s.i - 1] == UInt8(ascii: "}") { return }
+      guard s.bytes[s.i - 1] == UInt8(ascii: ",") else { throw RecordError.field("filters", "expected ',' or '}'") }
+    }
+  }
+
+  private func parseValue(_ s: inout Scanner, depth: Int) throws(RecordError) -> Value {
+    guard depth < 32 else { throw RecordError("nested too deeply") }
+    switch s.current {
+    case UInt8(ascii: "\""):
+      let start = scratch.count
+      try parseString(&s)
+      return .string(start: start, count: scratch.count - start)
+    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+      return try parseNumber(&s)
+    case UInt8(ascii: "n"): try literal(&s, "null"); return .null
+    case UInt8(ascii: "t"): try literal(&s, "true"); return .bool(true)
+    case UInt8(ascii: "f"): try literal(&s, "false"); return .bool(false)
+    case UInt8(ascii: "{"), UInt8(ascii: "["):
+      let isObject = s.current == UInt8(ascii: "{")
+      let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+      s.i += 1
+      s.skipSpace()
+      if !s.atEnd && s.current == close {
+        s.i += 1
+        return isObject ? .object : .array
+      }
+      while true {
+        s.skipSpace()
+        let mark = scratch.count
+        if isObject {
+          guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError("expected a field name at byte \(s.i + 1)") }
+          try parseString(&s)
+          try s.expect(UInt8(ascii: ":"), "':'")
+          s.skipSpace()
+        }
+        guard !s.atEnd else { throw RecordError("the line ends early") }
+        _ = try parseValue(&s, depth: depth + 1)
+        scratch.removeSubrange(mark...)
+        s.skipSpace()
+        guard !s.atEnd else { throw RecordError("the line ends early") }
+        s.i += 1
+        if s.bytes[s.i - 1] == close { return isObject ? .object : .array }
+        guard s.bytes[s.i - 1] == UInt8(ascii: ",") else { throw RecordError("expected ',' at byte \(s.i)") }
+      }
+    default:
+      throw RecordError("unexpected character at byte \(s.i + 1)")
+    }
+  }
+
+  private func literal(_ s: inout Scanner, _ word: StaticString) throws(RecordError) {
+    let n = word.utf8CodeUnitCount
+    guard s.i + n <= s.bytes.count else { throw RecordError("the line ends early") }
+    for k in 0..<n where s.bytes[s.i + k] != word.utf8Start[k] {
+      throw RecordError("unexpected character at byte \(s.i + k + 1)")
+    }
+    s.i += n
+  }
+
+  private func parseNumber(_ s: inout Scanner) throws(RecordError) -> Value {
+    let negative = s.current == UInt8(ascii: "-")
+    if negative { s.i += 1 }
+    var magnitude: UInt64 = 0
+    var digits = 0
+    var overflow = false
+    while !s.atEnd, s.current >= 0x30 && s.current <= 0x39 {
+      let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+      let (m2, o2) = m1.addingReportingOverflow(UInt64(s.current - 0x30))
+      overflow = overflow || o1 || o2
+      magnitude = m2
+      digits += 1
+      s.i += 1
+    }
+    guard digits > 0 else { throw RecordError("a number needs digits") }
+    var isInteger = true
+    if !s.atEnd && (s.current == UInt8(ascii: ".") || s.current == UInt8(ascii: "e") || s.current == UInt8(ascii: "E")) {
+      isInteger = false
+      while !s.atEnd,
+        (s.current >= 0x30 && s.current <= 0x39) || s.current == UInt8(ascii: ".") || s.current == UInt8(ascii: "e")
+          || s.current == UInt8(ascii: "E") || s.current == UInt8(ascii: "+") || s.current == UInt8(ascii: "-")
+      { s.i += 1 }
+    }
+    guard isInteger, !overflow else { return .number }
+    if negative {
+      guard magnitude <= UInt64(Int64.max) + 1 else { return .number }
+      return .int(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude))
+    }
+    guard magnitude <= UInt64(Int64.max) else { return .number }
+    return .int(Int64(magnitude))
+  }
+
+  /// Appends the unescaped bytes of the string at `s` to `scratch`, checking UTF-8.
+  private func parseString(_ s: inout Scanner) throws(RecordError) {
+    s.i += 1  // opening quote
+    let start = scratch.count
+    var runStart = s.i
+    while true {
+      guard s.i < s.bytes.count else { throw RecordError("a string is not closed") }
+      let byte = s.bytes[s.i]
+      if byte == UInt8(ascii: "\"") {
+        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: s.bytes[runStart..<s.i]))
+        s.i += 1
+        break
+      }
+      if byte < 0x20 { throw RecordError("a control character (0x\(String(byte, radix: 16))) must be escaped in a string") }
+      if byte == UInt8(ascii: "\\") {
+        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: s.bytes[runStart..<s.i]))
+        s.i += 1
+        guard s.i < s.bytes.count else { throw RecordError("a string is not closed") }
+        let escape = s.bytes[s.i]
+        s.i += 1
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(escape)
+        case UInt8(ascii: "n"): scratch.append(0x0A)
+        case UInt8(ascii: "t"): scratch.append(0x09)
+        case UInt8(ascii: "r"): scratch.append(0x0D)
+        case UInt8(ascii: "b"): scratch.append(0x08)
+        case UInt8(ascii: "f"): scratch.append(0x0C)
+        case UInt8(ascii: "u"):
+          var scalar = try hex4(&s)
+          if scalar >= 0xD800 && scalar < 0xDC00 {
+            guard s.i + 1 < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "\\"), s.bytes[s.i + 1] == UInt8(ascii: "u") else {
+              throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
+            }
+            s.i += 2
+            let low = try hex4(&s)
+            guard low >= 0xDC00 && low < 0xE000 else { throw RecordError("an unpaired UTF-16 surrogate in a \\u escape") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+          } else if scalar >= 0xDC00 && scalar < 0xE000 {
+            throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
+          }
+          appendUTF8(scalar)
+        default:
+          throw RecordError("invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+        }
+        runStart = s.i
+        continue
+      }
+      s.i += 1
+    }
+    if let bad = Self.invalidUTF8Offset(scratch, from: start) {
+      throw RecordError("invalid UTF-8 at byte \(bad - start + 1) of the string")
+    }
+  }
+
+  private func hex4(_ s: inout Scanner) throws(RecordError) -> UInt32 {
+    guard s.i + 4 <= s.bytes.count else { throw RecordError("a \\u escape needs 4 hex digits") }
+    var v: UInt32 = 0
+    for _ in 0..<4 {
+      let c = s.bytes[s.i]
+      let d: UInt32
+      switch c {
+      case 0x30...0x39: d = UInt32(c - 0x30)
+      case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+      case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+      default: throw RecordError("a \\u escape needs 4 hex digits")
+      }
+      v = v << 4 | d
+      s.i += 1
+    }
+    return v
+  }
+
+  private func appendUTF8(_ scalar: UInt32) {
+    switch scalar {
+    case 0..<0x80: scratch.append(UInt8(scalar))
+    case 0x80..<0x800:
+      scratch.append(UInt8(0xC0 | scalar >> 6))
+      scratch.append(UInt8(0x80 | scalar & 0x3F))
+    case 0x800..<0x10000:
+      scratch.append(UInt8(0xE0 | scalar >> 12))
+      scratch.append(UInt8(0x80 | (scalar >> 6) & 0x3F))
+      scratch.append(UInt8(0x80 | scalar & 0x3F))
+    default:
+      scratch.append(UInt8(0xF0 | scalar >> 18))
+      scratch.append(UInt8(0x80 | (scalar >> 12) & 0x3F))
+      scratch.append(UInt8(0x80 | (scalar >> 6) & 0x3F))
+      scratch.append(UInt8(0x80 | scalar & 0x3F))
+    }
+  }
+
+  /// The offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, no
+  /// surrogates, nothing above U+10FFFF), or nil when the bytes are valid.
+  static func invalidUTF8Offset(_ bytes: [UInt8], from start: Int) -> Int? {
+    var i = start
+    let n = bytes.count
+    while i < n {
+      let b = bytes[i]
+      if b < 0x80 {
+        i += 1
+        continue
+      }
+      let need: Int
+      var lower: UInt8 = 0x80
+      var upper: UInt8 = 0xBF
+      switch b {
+      case 0xC2...0xDF: need = 1
+      case 0xE0: need = 2; lower = 0xA0
+      case 0xE1...0xEC, 0xEE...0xEF: need = 2
+      case 0xED: need = 2; upper = 0x9F
+      case 0xF0: need = 3; lower = 0x90
+      case 0xF1...0xF3: need = 3
+      case 0xF4: need = 3; upper = 0x8F
+      default: return i
+      }
+      guard i + need < n else { return i }
+      let second = bytes[i + 1]
+      guard second >= lower && second <= upper else { return i }
+      for k in 2...max(2, need) where k <= need {
+        guard bytes[i + k] & 0xC0 == 0x80 else { return i }
+      }
+      i += need + 1
+    }
+    return nil
+  }
+}
+
+@available(*, unavailable)
+extension RecordParser: Sendable {}

@@ -1,0 +1,90 @@
+import ChatMaintenance
+import ChatStore
+import Foundation
+import Testing
+
+/// A temporary folder with helpers to make user files and history files.
+final class HistoryFolder {
+  let path: String
+
+  init() throws {
+    path = FileManager.default.temporaryDirectory.appendingPathComponent("history-\(UUID().uuidString)").path
+    try FileSystem.createPrivateDirectory(atPath: path)
+  }
+
+  deinit { try? FileManager.default.removeItem(atPath: path) }
+
+  func file(_ name: String) -> String { path + "/" + name }
+
+  /// A fresh `chats-<owner>.db` at the latest version.
+  func database(owner: Int64 = 1) throws -> Database {
+    let path = file("chats-\(owner).db")
+    _ = try Migrator().migrate(fileAt: path, owner: owner)
+    return try Database(path: path)
+  }
+
+  /// Writes `text` as a file and returns its path.
+  func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+    let path = file(name)
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
+  }
+
+  func write(_ name: String, lines: [String]) throws -> String {
+    try write(name, Array(lines.map { $0 + "\n" }.joined().utf8))
+  }
+
+  /// Exports `db` to a zstd file and returns its path.
+  func export(_ db: Database, owner: Int64 = 1, filter: ExportFilter = ExportFilter(), name: String = "export.ndjson.zst") throws
+    -> String
+  {
+    let output = try OutputFile(path: file(name))
+    let sink = try ZstdSink(fileDescriptor: output.fileDescriptor, name: output.path)
+    _ = try HistoryExporter.export(db, owner: owner, filter: filter, to: sink)
+    try output.commit()
+    return output.path
+  }
+
+  /// Imports a file into `db`.
+  @discardableResult
+  func importFile(_ path: String, into db: Database, owner: Int64 = 1, batchSize: Int = 1000, skip: Bool = false) throws
+    -> ImportSummary
+  {
+    var options = HistoryImporter.Options()
+    options.batchSize = batchSize
+    options.skipBadRecords = skip
+    return try HistoryImporter(database: db, owner: owner, options: options).run(ByteSource.open(path: path))
+  }
+}
+
+/// Every row of the three tables, every column, as text: for comparing whole files.
+func contents(_ db: Database) throws -> [String] {
+  var rows: [String] = []
+  for (table, order) in [("Users", "id"), ("Messages", "id"), ("MessageRequests", "request_id")] {
+    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") { "\(table): " + $0.values.map(\.description).joined(separator: "|") }
+  }
+  return rows
+}
+
+/// A small generated history written into `db` through the import path.
+func fill(_ db: Database, owner: Int64 = 1, messages: Int = 3_000, seed: UInt64 = 7) throws {
+  var options = HistoryGenerator.Options(owner: owner, contacts: 12, messages: messages, seed: seed)
+  options.pending = 4
+  options.failed = 3
+  let generator = HistoryGenerator(options)
+  _ = try HistoryImporter(database: db, owner: owner).write { emit in try generator.generate(emit) }
+}
+
+/// Lines of a valid plain NDJSON history for owner 1: two users, then `count` messages.
+func validLines(messages count: Int) -> [String] {
+  var lines = [
+    #"{"type":"user","id":1,"name":"Me"}"#,
+    #"{"type":"user","id":2,"name":"Zoë \"Z\" 李","avatarUrl":null}"#,
+  ]
+  for i in 1...max(1, count) {
+    lines.append(
+      #"{"type":"message","id":\#(i),"fromUserId":\#(i % 2 == 0 ? 1 : 2),"toUserId":\#(i % 2 == 0 ? 2 : 1),"content":"m\#(i) 👋","status":"READ","createdAt":"2026-01-01T00:00:00.000Z"}"#
+    )
+  }
+  return lines
+}
