@@ -50,7 +50,10 @@ enum ImportCommand {
       if let exporter = verification.userID, let owner, exporter != owner {
         throw StoreError(.badInput, "\(input): this history belongs to user \(exporter), not \(owner) (nothing was imported)", path: input)
       }
-      try Preflight.requireSpace(verification.decodedBytes * 3 / 2, toWrite: path)
+      // A database takes about 1.5× its NDJSON; zstd NDJSON is about 4× smaller.
+      let fileSize = FileSystem.size(atPath: input) ?? 0
+      let decoded = try verification.decodedBytes ?? (ByteSource.open(path: input).isCompressed ? fileSize * 4 : fileSize)
+      try Preflight.requireSpace(decoded * 3 / 2, toWrite: path)
     }
     let (db, resolvedOwner) = try StoreOptions.openForWriting(path: path, owner: owner)
     let rejects = try rejectsPath.map { try OutputFile(path: $0) }

@@ -86,10 +86,12 @@ public enum HistoryExporter {
         out.field("id", row.int64(0))
         out.field("fromUserId", row.int64(1))
         out.field("toUserId", row.int64(2))
-        row.withUTF8(3) { out.field("content", utf8: $0) }
+        // The short fields first and the content last: the run of field names and
+        // values that repeat from line to line compresses as one match.
         row.withUTF8(4) { out.field("status", utf8: $0) }
         row.withUTF8(5) { out.field("createdAt", utf8: $0) }
         if !row.isNull(6) { out.field("requestId", row.int64(6)) }
+        row.withUTF8(3) { out.field("content", utf8: $0) }
         out.end()
         counts.messages += 1
         try out.flushIfFull(to: sink)

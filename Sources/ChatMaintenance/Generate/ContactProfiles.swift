@@ -40,12 +40,13 @@ struct ContactProfiles {
       names.append(ContactNames.name(&random))
       avatars.append(random.below(10) < 8)
       hides.append(random.below(7) == 0)
+      // How long before `end` the contact last connected (everything before was
+      // delivered to it) and how far back it has read: both within a day.
       let lagKind = random.below(100)
       let deliverLag =
-        lagKind < 65
-        ? random.within(0...600_000) : lagKind < 95 ? random.within(600_000...21_600_000) : random.within(21_600_000...86_400_000)
-      let u = random.unit()
-      let readLag = deliverLag + Int64(Double(Self.maximumReadLag - deliverLag) * u * u * u)
+        lagKind < 50
+        ? random.within(0...1_800_000) : lagKind < 85 ? random.within(1_800_000...28_800_000) : random.within(28_800_000...86_400_000)
+      let readLag = deliverLag + Int64(Double(Self.maximumReadLag - deliverLag) * random.unit())
       let unreadBudget = random.below(3) == 0 ? 1 + random.below(Self.maximumUnread) : 0
       read.append(end - readLag)
       delivered.append(max(end - deliverLag, tally.lastIncomingTime[i]))

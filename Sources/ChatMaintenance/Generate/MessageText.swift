@@ -211,6 +211,7 @@ struct MessageText: Sendable {
       precondition(table.count == 1_024, "a style's weights must add up to 1,024")
       return Style(table: table, spaced: spaced, capitalizes: capitalizes)
     }
+    let plain = style([(.word, 934), (.punctuation, 70), (.hostile, 14), (.opener, 6)])
     let latin = style([
       (.word, 886), (.accented, 24), (.combining, 14), (.cjk, 8), (.emoji, 34), (.punctuation, 40), (.hostile, 12),
       (.opener, 6),
@@ -220,8 +221,10 @@ struct MessageText: Sendable {
       capitalizes: false)
     let emoji = style([(.emoji, 640), (.word, 300), (.punctuation, 60), (.cjk, 24)], capitalizes: false)
     let code = style([(.word, 560), (.hostile, 330), (.opener, 60), (.punctuation, 74)], capitalizes: false)
-    self.styles = [latin, cjk, emoji, code]
-    self.styleWeights = [780_000, 900_000, 960_000, 1_000_000]
+    // Half the messages are plain ASCII, as in a real chat history (and those are the
+    // cheap ones to turn into Strings).
+    self.styles = [plain, latin, cjk, emoji, code]
+    self.styleWeights = [500_000, 780_000, 900_000, 960_000, 1_000_000]
   }
 
   private static func index(of kind: Kind) -> Int { Kind.allCases.firstIndex(of: kind)! }

@@ -68,6 +68,10 @@ public final class HistoryImporter {
   private let insertMessage: Statement
   private let insertRequest: Statement
   private let acknowledgedRequest: Statement
+  private let advanceStatus: Statement
+  private let messageExists: Statement
+  /// Ids in `Users`, for the foreign-key rule.
+  private var knownUsers: Set<Int64>
 
   /// Prepares an import into `db`, which must be at the latest schema version.
   public init(database: Database, owner: Int64, options: Options = Options()) throws {
@@ -82,6 +86,9 @@ public final class HistoryImporter {
     self.db = database
     self.owner = owner
     self.options = options
+    // Checkpoint every 64 MiB of WAL instead of every 4 MiB: each checkpoint syncs the
+    // file, and a bulk load would otherwise spend its time waiting for the disk.
+    try database.execute("PRAGMA wal_autocheckpoint = 16384")
     insertUser = try database.prepare(
       """
       INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?1, ?2, ?3, ?4)
@@ -89,13 +96,19 @@ public final class HistoryImporter {
         last_connected_at = excluded.last_connected_at
       WHERE (name, avatar_url, last_connected_at) IS NOT (excluded.name, excluded.avatar_url, excluded.last_connected_at)
       """)
+    // OR IGNORE costs nothing on new rows, where an upsert clause costs a second
+    // lookup per row; the rare duplicate then takes the forward-only status update.
     insertMessage = try database.prepare(
       """
-      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-      ON CONFLICT (id) DO UPDATE SET status = excluded.status
-      WHERE \(Self.rank("excluded.status")) > \(Self.rank("Messages.status"))
       """)
+    advanceStatus = try database.prepare(
+      """
+      UPDATE Messages SET status = ?2 WHERE id = ?1 AND \(Self.rank("?2")) > \(Self.rank("status"))
+      RETURNING 1
+      """)
+    messageExists = try database.prepare("SELECT 1 FROM Messages WHERE id = ?")
     insertRequest = try database.prepare(
       """
       INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
@@ -104,6 +117,18 @@ public final class HistoryImporter {
       ON CONFLICT (request_id) DO NOTHING
       """)
     acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
+    knownUsers = Set(try database.query("SELECT id FROM Users") { $0.int64(0) })
+    // Foreign keys cost two lookups per message; the importer checks the same rule
+    // itself against the users it knows (see `requireUser`).
+    try database.execute("PRAGMA foreign_keys = OFF")
+  }
+
+  deinit { try? db.execute("PRAGMA foreign_keys = ON") }
+
+  /// A message or request may only name users that are in the file.
+  private func requireUser(_ id: Int64, _ field: String) throws {
+    guard !knownUsers.contains(id) else { return }
+    throw RecordError("field '\(field)': user \(id) is not in the file (user records must come before their messages)")
   }
 
   static func rank(_ column: String) -> String {
@@ -245,10 +270,13 @@ public final class HistoryImporter {
       try insertUser.bind(u.avatarURL.databaseValue, at: 3)
       try insertUser.bind(u.lastConnectedAt.databaseValue, at: 4)
       try step(insertUser) { summary.users += 1 }
+      knownUsers.insert(u.id)
     case .message(let m):
       guard m.fromUserID == owner || m.toUserID == owner else {
         throw RecordError("the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
       }
+      try requireUser(m.fromUserID, "fromUserId")
+      try requireUser(m.toUserID, "toUserId")
       try insertMessage.bind(m.id, at: 1)
       try insertMessage.bind(m.fromUserID, at: 2)
       try insertMessage.bind(m.toUserID, at: 3)
@@ -257,13 +285,24 @@ public final class HistoryImporter {
       try insertMessage.bind(m.createdAt, at: 6)
       try insertMessage.bind(m.conversationID(owner: owner), at: 7)
       try insertMessage.bind((m.fromUserID == owner ? m.requestID : nil).databaseValue, at: 8)
-      try step(insertMessage) { summary.messages += 1 }
+      try insertMessage.step()
+      insertMessage.reset()
+      if db.changes > 0 {
+        summary.messages += 1
+      } else if try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true {
+        summary.messages += 1
+      } else if try messageExists.first([m.id], { _ in true }) == true {
+        summary.unchanged += 1
+      } else {
+        throw RecordError("field 'requestId': \(m.requestID ?? 0) already belongs to another message")
+      }
     case .request(let r):
       // A request whose message is already here was acknowledged: nothing to keep.
       if try acknowledgedRequest.first([owner, r.requestID], { _ in true }) == true {
         summary.unchanged += 1
         return
       }
+      try requireUser(r.toUserID, "toUserId")
       try insertRequest.bind(r.requestID, at: 1)
       try insertRequest.bind(r.toUserID, at: 2)
       try insertRequest.bind(r.content, at: 3)
@@ -335,62 +374,51 @@ extension HistoryImporter {
   public struct Verification: Sendable {
     /// Whether the file starts with a chatdb header (and so must end with a trailer).
     public var isExport: Bool
-    /// Record lines (header and trailer excluded).
-    public var records: Int64
-    /// Bytes after decompression.
-    public var decodedBytes: Int64
+    /// Record lines (header and trailer excluded), when the file was read whole.
+    public var records: Int64?
+    /// Bytes after decompression, when the file was read whole.
+    public var decodedBytes: Int64?
     /// Whose history the header says it is.
     public var userID: Int64?
   }
 
-  /// Reads a whole file once without importing it: a chatdb export must decompress
-  /// cleanly (zstd checksum), end with its trailer and hold as many records as the
-  /// trailer says. Lets import refuse a damaged export before changing anything.
+  /// Checks a chatdb export whole without importing it: it must decompress cleanly
+  /// (zstd checksum), end with its trailer and hold as many records as the trailer
+  /// says. Lets import refuse a damaged export before changing anything. Other NDJSON
+  /// (no header on line 1) is not read beyond its first line.
   public static func verify(path: String) throws -> Verification {
     let source = try ByteSource.open(path: path)
     let lines = LineReader(source: source)
     let parser = RecordParser()
-    var first = true
-    var isExport = false
-    var records: Int64 = 0
+    var header: HistoryHeader?
     var decoded: Int64 = 0
+    _ = try lines.nextLine { line in
+      decoded = Int64(line.count) + 1
+      if hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header { header = try? parser.header() }
+    }
+    guard let header else { return Verification(isExport: false, records: nil, decodedBytes: nil, userID: nil) }
+    var records: Int64 = 0
     var trailer: HistoryTrailer?
-    var userID: Int64?
     while let _ = try lines.nextLine({ line -> Bool in
       decoded += Int64(line.count) + 1
-      guard !line.isEmpty else { return true }
-      defer { first = false }
-      let looksLikeControl = line.count < 512 && (Self.contains(line, "\"type\":\"header\"") || Self.contains(line, "\"type\":\"trailer\""))
-      if looksLikeControl, let kind = try? parser.parse(line) {
-        if kind == .header && first {
-          isExport = true
-          userID = try? parser.header().userID
-          return true
-        }
-        if kind == .trailer { trailer = try? parser.trailer(); return true }
+      if hasPrefix(line, #"{"type":"trailer""#), (try? parser.parse(line)) == .trailer {
+        trailer = try? parser.trailer()
+      } else if !line.isEmpty {
+        records += 1
       }
-      records += 1
       return true
     }) {}
-    if isExport {
-      guard let trailer else {
-        throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
-      }
-      guard trailer.total == records else {
-        throw StoreError(
-          .badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
-      }
+    guard let trailer else {
+      throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
     }
-    return Verification(isExport: isExport, records: records, decodedBytes: decoded, userID: userID)
+    guard trailer.total == records else {
+      throw StoreError(.badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
+    }
+    return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
   }
 
-  private static func contains(_ line: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
-    let n = needle.utf8CodeUnitCount
-    guard line.count >= n else { return false }
-    let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: n)
-    for start in 0...(line.count - n) where line[start] == pattern[0] {
-      if UnsafeBufferPointer(rebasing: line[start..<(start + n)]).elementsEqual(pattern) { return true }
-    }
-    return false
+  private static func hasPrefix(_ line: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
+    let n = prefix.utf8CodeUnitCount
+    return line.count >= n && memcmp(line.baseAddress!, prefix.utf8Start, n) == 0
   }
 }

@@ -177,10 +177,10 @@ extension JSONLineWriter {
       field("id", m.id)
       field("fromUserId", m.fromUserID)
       field("toUserId", m.toUserID)
-      field("content", m.content)
       field("status", m.status.rawValue)
       field("createdAt", m.createdAt)
       if let requestID = m.requestID { field("requestId", requestID) }
+      field("content", m.content)
       end()
     case .request(let r):
       begin(type: "request")

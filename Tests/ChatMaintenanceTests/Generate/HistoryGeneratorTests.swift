@@ -22,15 +22,44 @@ import Testing
     #expect(other.messages.map(\.id) != base.messages.map(\.id))
   }
 
-  /// A fixed seed pins the exact output, so a change of algorithm (or of a platform's
-  /// arithmetic) is noticed rather than silently changing every benchmark's data.
-  @Test func aSmallHistoryIsPinned() throws {
-    let history = GeneratedHistory(contacts: 3, messages: 5, seed: 1, pending: 1, failed: 1)
+  /// A fixed seed pins the exact output, so a change of algorithm (or a platform whose
+  /// arithmetic differs) is noticed rather than silently changing every benchmark's data.
+  @Test func aSeedsHistoryIsPinned() throws {
+    let history = GeneratedHistory(contacts: 12, messages: 2_000, seed: 2026, pending: 3, failed: 2)
     let first = try #require(history.messages.first)
-    let again = GeneratedHistory(contacts: 3, messages: 5, seed: 1, pending: 1, failed: 1)
-    #expect(again.records == history.records)
-    #expect(first.createdAt.hasPrefix("2025-"))
-    #expect(history.messages.count == 5)
+    #expect(first.id == Self.pinnedFirstID)
+    #expect(first.content == Self.pinnedFirstContent)
+    #expect(history.users[1].name == Self.pinnedFirstContactName)
+    #expect(fingerprint(history.records) == Self.pinnedFingerprint)
+  }
+
+  static let pinnedFirstID: Int64 = 10_367_433_235_759_104
+  static let pinnedFirstContent = "year"
+  static let pinnedFirstContactName = "Team 🚀"
+  static let pinnedFingerprint: UInt64 = 7_788_280_232_137_070_253
+
+  /// FNV-1a over every field of every record.
+  func fingerprint(_ records: [Record]) -> UInt64 {
+    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+    func mix(_ text: String) {
+      for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+      hash = (hash ^ 0xFF) &* 0x100_0000_01B3
+    }
+    func mix(_ number: Int64?) { mix(number.map { String($0) } ?? "nil") }
+    func mix(_ text: String?) { mix(text ?? "\u{0}nil") }
+    for record in records {
+      switch record {
+      case .user(let u):
+        mix(u.id); mix(u.name); mix(u.avatarURL); mix(u.lastConnectedAt)
+      case .message(let m):
+        mix(m.id); mix(m.fromUserID); mix(m.toUserID); mix(m.content); mix(m.status.rawValue); mix(m.createdAt)
+        mix(m.requestID)
+      case .request(let r):
+        mix(r.requestID); mix(r.toUserID); mix(r.content); mix(r.status.rawValue); mix(r.createdAt)
+        mix(r.lastModifiedAt); mix(r.lastSentAt); mix(Int64(r.failCount)); mix(r.nextAttemptAt); mix(r.failReason)
+      }
+    }
+    return hash
   }
 }
 

@@ -77,7 +77,7 @@ import Testing
     ("fractional id", #"{"type":"message","id":1.5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'id': not an integer"),
     ("bad time", #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"yesterday"}"#, ":3: field 'createdAt': 'yesterday' is not an ISO 8601 time"),
     ("someone else's message", #"{"type":"message","id":5,"fromUserId":2,"toUserId":3,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: the message is between users 2 and 3"),
-    ("unknown user", #"{"type":"message","id":5,"fromUserId":7,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: refers to a user who is not in the file"),
+    ("unknown user", #"{"type":"message","id":5,"fromUserId":7,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'fromUserId': user 7 is not in the file"),
     ("unpaired surrogate", #"{"type":"user","id":3,"name":"\ud800"}"#, ":3: field 'name': an unpaired UTF-16 surrogate"),
     ("newer header", #"{"type":"header","format":"chatdb-history","version":2,"schemaVersion":3,"userId":1}"#, ":3: a header is only allowed on line 1"),
   ]

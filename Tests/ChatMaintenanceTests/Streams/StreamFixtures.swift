@@ -8,6 +8,9 @@ import Testing
   import Glibc
 #endif
 
+/// The tests of `Sources/ChatMaintenance/Streams`, grouped so `swift test --filter Streams` runs them.
+@Suite struct Streams {}
+
 // MARK: - Codecs
 
 /// How a test file is written: plain, or zstd at a level with a number of workers.
