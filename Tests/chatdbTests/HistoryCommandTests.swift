@@ -1,0 +1,108 @@
+import ChatStore
+import Foundation
+import Testing
+
+/// All rows of a file's three tables, for comparing two files.
+func tableContents(_ path: String) throws -> [String] {
+  let db = try Database(path: path, mode: .readOnly)
+  var rows: [String] = []
+  for (table, order) in [("Users", "id"), ("Messages", "id"), ("MessageRequests", "request_id")] {
+    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") { $0.values.map(\.description).joined(separator: "|") }
+  }
+  return rows
+}
+
+@Suite struct HistoryCommandTests {
+  @Test func generateIsDeterministicAndQuietWhenPiped() throws {
+    let folder = try TemporaryFolder()
+    for dir in ["a", "b"] {
+      let run = try chatdb("generate", "--data-dir", folder.file(dir), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed", "9")
+      #expect(run.status == 0, "\(run.stderr)")
+      #expect(run.stderr.isEmpty, "no progress when not on a terminal")
+      #expect(run.stdout.contains("Generated 3046 records for 1 user(s)"))
+    }
+    let a = try tableContents(folder.file("a/chats-5.db"))
+    #expect(a.count == 3046)
+    #expect(try tableContents(folder.file("b/chats-5.db")) == a)
+    let other = try chatdb("generate", "--data-dir", folder.file("c"), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed", "10")
+    #expect(other.status == 0)
+    #expect(try tableContents(folder.file("c/chats-5.db")) != a)
+  }
+
+  @Test func generateNDJSONMatchesWhatItWritesIntoAFile() throws {
+    let folder = try TemporaryFolder()
+    let ndjson = folder.file("h.ndjson")
+    let run = try chatdb("generate", "--user", "2", "--contacts", "10", "--messages", "500", "--format", "ndjson", "-o", ndjson)
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(try chatdb("import", "--data-dir", folder.file("x"), "--user", "2", ndjson).status == 0)
+    #expect(try chatdb("generate", "--data-dir", folder.file("y"), "--user", "2", "--contacts", "10", "--messages", "500").status == 0)
+    #expect(try tableContents(folder.file("x/chats-2.db")) == tableContents(folder.file("y/chats-2.db")))
+  }
+
+  @Test func aFleetMakesOneFilePerUser() throws {
+    let folder = try TemporaryFolder()
+    let run = try chatdb("generate", "--data-dir", folder.path, "--users", "3", "--contacts", "5", "--messages", "100", "--json")
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect((try jsonObject(run.stdout)["files"] as? [Any])?.count == 3)
+    #expect(try StoreLocation.databaseFiles(in: folder.path).count == 3)
+  }
+
+  @Test func exportThenImportRoundTripsThroughTheCommands() throws {
+    let folder = try TemporaryFolder()
+    #expect(try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "30", "--messages", "4000").status == 0)
+    let export = folder.file("out/h.ndjson.zst")
+    try FileManager.default.createDirectory(atPath: folder.file("out"), withIntermediateDirectories: true)
+    let run = try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export, "--json")
+    #expect(run.status == 0, "\(run.stderr)")
+    let summary = try jsonObject(run.stdout)
+    #expect(summary["messages"] as? Int == 4000)
+    #expect((summary["bytesOut"] as? Int ?? 0) > 0)
+    #expect(FileSystem.permissions(atPath: export) == 0o600)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("out")) == ["h.ndjson.zst"], "no temporary file left")
+
+    let back = try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json")
+    #expect(back.status == 0, "\(back.stderr)")
+    #expect(try tableContents(folder.file("restored/chats-1.db")) == tableContents(folder.file("chats-1.db")))
+    let again = try jsonObject(try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json").stdout)
+    #expect(again["messages"] as? Int == 0)
+    #expect(again["unchanged"] as? Int == again["records"] as? Int)
+  }
+
+  @Test func aBadRecordIsOneLineNamingFileLineAndFieldWithExit65() throws {
+    let folder = try TemporaryFolder()
+    let file = folder.file("bad.ndjson")
+    try """
+      {"type":"user","id":1,"name":"Me"}
+      {"type":"user","id":2,"name":"You"}
+      {"type":"message","id":10,"fromUserId":2,"toUserId":1,"content":"hi","status":"SENDING","createdAt":"2026-01-01"}
+
+      """.write(toFile: file, atomically: true, encoding: .utf8)
+    let run = try chatdb("import", "--data-dir", folder.path, "--user", "1", file)
+    #expect(run.status == 65)
+    #expect(run.stderr == "Error: \(file):3: field 'status': 'SENDING' is not one of SYNCED, DELIVERED, READ (nothing was imported)\n")
+    #expect(try Database(path: folder.file("chats-1.db"), mode: .readOnly).int64("SELECT count(*) FROM Users") == 0)
+  }
+
+  @Test func aTruncatedExportIsRefusedAndTheFileUntouched() throws {
+    let folder = try TemporaryFolder()
+    #expect(try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--messages", "3000").status == 0)
+    let export = folder.file("h.ndjson.zst")
+    #expect(try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export).status == 0)
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: export))
+    try bytes.prefix(bytes.count * 2 / 3).write(to: URL(fileURLWithPath: export))
+    let run = try chatdb("import", "--data-dir", folder.file("t"), "--user", "1", export)
+    #expect(run.status == 65)
+    #expect(run.stderr.hasPrefix("Error: \(export): truncated zstd stream"), "\(run.stderr)")
+    #expect(!FileSystem.exists(folder.file("t/chats-1.db")))
+  }
+
+  @Test func importRefusesAnOlderSchema() throws {
+    let folder = try TemporaryFolder()
+    #expect(try chatdb("migrate", "--data-dir", folder.path, "--user", "1", "--to", "2").status == 0)
+    let file = folder.file("x.ndjson")
+    try #"{"type":"user","id":1,"name":"Me"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+    let run = try chatdb("import", "--data-dir", folder.path, "--user", "1", file)
+    #expect(run.status == 11)
+    #expect(run.stderr.contains("run 'chatdb migrate'"), "\(run.stderr)")
+  }
+}
