@@ -10,4 +10,8 @@ let root = Command(
   subcommands: [MigrateCommand.command, GenerateCommand.command, ImportCommand.command, ExportCommand.command]
 )
 
+// A reader that goes away (`chatdb export -o - | head`) must make write(2) fail with
+// EPIPE, reported as an error, instead of killing the process.
+signal(SIGPIPE, SIG_IGN)
+
 exit(CommandLineTool(root: root, version: chatdbVersion).main(Array(CommandLine.arguments.dropFirst()), stdout: .standardOutput, stderr: .standardError))

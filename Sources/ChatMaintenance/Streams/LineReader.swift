@@ -66,7 +66,7 @@ public final class LineReader {
       // The line continues past what is buffered: the tail may be the line plus its "\r".
       if end - start > maxLineLength + 1 { throw fail(tooLong()) }
       if start > 0 {
-        (buffer).update(from: buffer + start, count: end - start)  // memmove: the ranges may overlap
+        memmove(buffer, buffer + start, end - start)  // the tail of a line that crosses the buffer end
         end -= start
         start = 0
       }

@@ -182,6 +182,7 @@ public struct Migrator: Sendable {
     do {
       let db = try Database(path: path, mode: existed ? .readWrite : .create)
       report.created = !existed
+
       let owner = try owner ?? StoreLocation.userID(fromFileName: path) ?? Self.inferOwner(db)
       if existed && status.version > 0 && backup {
         let backupPath = "\(path).bak-v\(status.version)"

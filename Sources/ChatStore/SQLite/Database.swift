@@ -46,6 +46,7 @@ public final class Database {
       flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
       if path != ":memory:" { try FileSystem.createPrivateFile(atPath: path) }
     }
+    let isNewFile = mode == .create && path != ":memory:" && FileSystem.size(atPath: path) == 0
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(path, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
@@ -61,6 +62,12 @@ public final class Database {
     // or is damaged fails here, not at its first real use.
     try execute("SELECT count(*) FROM sqlite_schema")
     try execute("PRAGMA foreign_keys = ON")
+    if isNewFile {
+      // Only possible before the file's first page is written: lets eviction hand pages
+      // back with `incremental_vacuum` instead of a full VACUUM.
+      // See <https://sqlite.org/pragma.html#pragma_auto_vacuum>.
+      try execute("PRAGMA auto_vacuum = INCREMENTAL")
+    }
     if mode != .readOnly && path != ":memory:" {
       try execute("PRAGMA journal_mode = WAL")
       // Debian builds SQLite with WAL synchronous=FULL; NORMAL is durable across
