@@ -58,7 +58,7 @@ public final class RecordParser {
       throw values[Key.type.rawValue] == .absent
         ? RecordError("missing field 'type'") : RecordError.field("type", "must be a string")
     }
-    switch text(.type) {
+    switch typeText {
     case "message": return .message
     case "user": return .user
     case "request": return .request
@@ -114,13 +114,21 @@ public final class RecordParser {
     return try scratch.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[start..<(start + count)])) }
   }
 
-  /// A required string field as a String.
+  /// A required string field as a String; its bytes must be valid UTF-8.
   func text(_ key: Key, maxBytes: Int = 4096) throws -> String {
-    try withBytes(key, maxBytes: maxBytes) { String(decoding: $0, as: UTF8.self) }
+    try withBytes(key, maxBytes: maxBytes) { bytes in
+      // One validating pass (the standard library's, vectorised); the slow scan that
+      // finds the offending byte runs only for the error message.
+      if let text = String(validating: bytes, as: UTF8.self) { return text }
+      let offset = Self.invalidUTF8Offset(Array(bytes), from: 0) ?? 0
+      throw RecordError.field("\(key)", "invalid UTF-8 at byte \(offset + 1)")
+    }
   }
 
-  private func text(_ key: Key) -> String {
-    (try? text(key, maxBytes: .max)) ?? ""
+  /// The record type's text, for the switch in `parse` (never throws).
+  private var typeText: String {
+    guard case .string(let start, let count) = values[Key.type.rawValue] else { return "" }
+    return String(decoding: scratch[start..<(start + count)], as: UTF8.self)
   }
 
   /// An optional string (absent or null → nil).
@@ -439,9 +447,7 @@ public final class RecordParser {
       }
       s.i += 1
     }
-    if let bad = Self.invalidUTF8Offset(scratch, from: start) {
-      throw RecordError("invalid UTF-8 at byte \(bad - start + 1) of the string")
-    }
+    _ = start  // UTF-8 is checked when a field is read as text (see `text`)
   }
 
   private func hex4(_ s: inout Scanner) throws(RecordError) -> UInt32 {
