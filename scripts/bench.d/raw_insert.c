@@ -3,7 +3,10 @@
  * indexes), with one prepared statement per table, WAL, synchronous=NORMAL and one
  * transaction per 10,000 rows. No parsing, no checks: only what SQLite must do.
  *
- *   raw_insert DB rows.bin [--foreign-keys]
+ *   raw_insert DB rows.bin [--foreign-keys] [--wal-autocheckpoint PAGES]
+ *
+ * By default foreign keys are off and the WAL is checkpointed every 1,000 pages
+ * (SQLite's defaults); the options turn on what chatdb's own connection does.
  *
  * rows.bin is a sequence of records, integers little-endian:
  *   'u' id:i64 name:str avatar_url:str last_connected_at:str
@@ -56,8 +59,19 @@ static void text(sqlite3_stmt *st, int i) {
 }
 
 int main(int argc, char **argv) {
+  int foreign_keys = 0;
+  const char *autocheckpoint = NULL;
+  for (int i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "--foreign-keys") == 0) {
+      foreign_keys = 1;
+    } else if (strcmp(argv[i], "--wal-autocheckpoint") == 0 && i + 1 < argc) {
+      autocheckpoint = argv[++i];
+    } else {
+      argc = 0;
+    }
+  }
   if (argc < 3) {
-    fprintf(stderr, "usage: raw_insert DB rows.bin [--foreign-keys]\n");
+    fprintf(stderr, "usage: raw_insert DB rows.bin [--foreign-keys] [--wal-autocheckpoint PAGES]\n");
     return 64;
   }
   FILE *f = fopen(argv[2], "rb");
@@ -74,7 +88,12 @@ int main(int argc, char **argv) {
   if (sqlite3_open(argv[1], &db) != SQLITE_OK) die("open");
   exec("PRAGMA journal_mode = WAL");
   exec("PRAGMA synchronous = NORMAL");
-  exec(argc > 3 && strcmp(argv[3], "--foreign-keys") == 0 ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
+  exec(foreign_keys ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
+  if (autocheckpoint) {
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint = %d", atoi(autocheckpoint));
+    exec(sql);
+  }
 
   sqlite3_stmt *user, *message;
   if (sqlite3_prepare_v2(db,
