@@ -7,6 +7,10 @@ enum ChatExitCode {
   /// Some files of an `--all` run failed; each is reported.
   static let partialFailure: Int32 = 1
   static let usage: Int32 = 64
+  /// `usage --check`: the disk holding the data is low on space.
+  static let diskLow: Int32 = 2
+  /// `usage --check`: the disk holding the data is critically low on space.
+  static let diskCritical: Int32 = 3
 
   static func code(for kind: StoreError.Kind) -> Int32 {
     switch kind {

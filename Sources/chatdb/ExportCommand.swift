@@ -55,9 +55,7 @@ enum ExportCommand {
       try Preflight.requireSpace(FileSystem.databaseSize(atPath: path) / 3, toWrite: output)
       return try OutputFile(path: output)
     }()
-    // One zstd worker: compression runs beside the rows being read. More workers were
-    // not faster on 2 cores and each adds ~12 MB of buffers (measured).
-    let sink = try ZstdSink(fileDescriptor: file?.fileDescriptor ?? 1, name: toStdout ? "<stdout>" : output, level: level)
+    let sink = try HistoryExporter.sink(fileDescriptor: file?.fileDescriptor ?? 1, name: toStdout ? "<stdout>" : output, level: level)
     let total = try db.int64("SELECT count(*) FROM Messages") ?? 0
     let progress = Progress(label: "Exporting", total: total, unit: "records")
     let counts = try HistoryExporter.export(db, owner: resolvedOwner, filter: filter, to: sink) {

@@ -30,7 +30,12 @@ public final class ZstdSink: ByteSink {
   /// `level` is a zstd level (1…19, default 3); `workers` sets `ZSTD_c_nbWorkers`
   /// (0 compresses on the calling thread).
   /// See https://facebook.github.io/zstd/zstd_manual.html#Chapter5 (advanced compression parameters).
-  public init(fileDescriptor: Int32, name: String, level: Int32 = 3, workers: Int32 = 1) throws {
+  /// `hashLog` and `jobSize` override the level's `ZSTD_c_hashLog` and the workers'
+  /// `ZSTD_c_jobSize` when given.
+  public init(
+    fileDescriptor: Int32, name: String, level: Int32 = 3, workers: Int32 = 1, hashLog: Int32? = nil,
+    jobSize: Int32? = nil
+  ) throws {
     guard let context = ZSTD_createCCtx() else {
       throw StoreError(.io, "\(name): cannot create a zstd compression context (out of memory)", path: Descriptor.path(of: name))
     }
@@ -38,7 +43,7 @@ public final class ZstdSink: ByteSink {
       (ZSTD_c_compressionLevel, level),
       (ZSTD_c_checksumFlag, 1),
       (ZSTD_c_nbWorkers, workers),
-    ]
+    ] + (hashLog.map { [(ZSTD_c_hashLog, $0)] } ?? []) + (jobSize.map { [(ZSTD_c_jobSize, $0)] } ?? [])
     do {
       for (parameter, value) in settings {
         try Zstd.check(ZSTD_CCtx_setParameter(context, parameter, value)) { reason in

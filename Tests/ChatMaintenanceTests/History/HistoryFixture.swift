@@ -39,7 +39,7 @@ final class HistoryFolder {
     -> String
   {
     let output = try OutputFile(path: file(name))
-    let sink = try ZstdSink(fileDescriptor: output.fileDescriptor, name: output.path)
+    let sink = try HistoryExporter.sink(fileDescriptor: output.fileDescriptor, name: output.path)
     _ = try HistoryExporter.export(db, owner: owner, filter: filter, to: sink)
     try output.commit()
     return output.path

@@ -1,0 +1,342 @@
+import ChatStore
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How freed pages went back to the file system.
+public enum ReclaimMethod: String, Sendable {
+  /// `PRAGMA incremental_vacuum`, in short steps (files made with auto_vacuum=INCREMENTAL).
+  case incrementalVacuum = "incremental_vacuum"
+  /// One `VACUUM` (older files without auto_vacuum); it also switches the file to
+  /// auto_vacuum=INCREMENTAL so the next eviction reclaims in short steps.
+  case vacuum
+  /// SQLite gave the pages back at commit (auto_vacuum=FULL).
+  case automatic
+  /// Nothing was freed, or there was no room for VACUUM's copy (see the note).
+  case none
+}
+
+/// What an eviction did, with sizes measured on disk.
+public struct EvictionResult: Sendable {
+  /// The first plan executed (a size target may take further measured steps).
+  public var plan: EvictionPlan
+  /// Messages deleted, in all and per conversation.
+  public var deletedMessages: Int64
+  public var deletedByConversation: [Int64: Int64]
+  /// Write transactions (delete chunks and vacuum steps).
+  public var chunks: Int
+  /// The longest time one of them held the write lock, in milliseconds.
+  public var maxChunkMillis: Double
+  /// How long a `VACUUM` held the lock, when one was needed (milliseconds).
+  public var vacuumMillis: Double?
+  /// Database file, `-wal` and `-shm` before and after (each after a WAL checkpoint).
+  public var sizeBefore: Int64
+  public var sizeAfter: Int64
+  /// The database file alone after eviction.
+  public var fileSizeAfter: Int64
+  /// Bytes really freed on disk.
+  public var freedBytes: Int64 { sizeBefore - sizeAfter }
+  public var reclaim: ReclaimMethod
+  /// With a size target: whether the file got under it, and by how much it is under.
+  public var targetReached: Bool?
+  /// Planning and deleting passes (more than one only for a size target).
+  public var passes: Int
+  /// Why a target was missed, or why space was not reclaimed.
+  public var note: String?
+}
+
+/// Executes eviction plans in short write transactions, then gives the freed pages
+/// back to the file system and measures what was really freed.
+///
+/// Each chunk is its own `BEGIN IMMEDIATE … COMMIT` sized to hold the write lock about
+/// `targetChunkMillis`, so `chat-sync` writing the same file waits at most about one
+/// chunk; a run killed at any point leaves a consistent file, and running the same
+/// policy again finishes the job. Between chunks the evictor pauses briefly, and for
+/// longer (`politePauseMillis`, more than SQLite's longest busy-handler sleep of 100 ms)
+/// for two seconds after it sees another connection write, so a waiting writer gets
+/// the lock at its next retry. See <https://sqlite.org/lang_transaction.html> and
+/// <https://sqlite.org/pragma.html#pragma_incremental_vacuum>.
+public final class Evictor {
+  /// Tuning, for tests and `--chunk-rows`.
+  public struct Options: Sendable {
+    /// Lock time a chunk aims at.
+    public var targetChunkMillis: Double = 50
+    /// Rows per chunk to start with, and the bounds of the adaptive size.
+    public var initialChunkRows = 5_000
+    public var maxChunkRows = 100_000
+    /// A fixed number of rows per chunk instead of the adaptive size.
+    public var fixedChunkRows: Int?
+    /// Pause after a chunk while another connection is writing.
+    public var politePauseMillis: Double = 110
+    /// Where SQLite writes VACUUM's temporary copy (for the free-space check).
+    public var temporaryDirectory: String?
+    public init() {}
+  }
+
+  let db: Database
+  let options: Options
+  private var lastDataVersion: Int64 = 0
+  private var lastContention: Double = -1e9
+  private var chunks = 0
+  /// A rough count of pages written to the WAL since the last checkpoint.
+  private var pagesSinceCheckpoint: Int64 = 0
+  private var maxChunkMillis = 0.0
+
+  public init(database: Database, options: Options = Options()) {
+    self.db = database
+    self.options = options
+  }
+
+  /// Plans and executes `policy`. `progress(deleted, planned)` is called after each chunk.
+  public func run(_ policy: EvictionPolicy, progress: (Int64, Int64) -> Void = { _, _ in }) throws -> EvictionResult {
+    do {
+      return try execute(policy, progress: progress)
+    } catch {
+      throw StoreError.from(error, path: db.path, doing: "evict messages from")
+    }
+  }
+
+  private func execute(_ policy: EvictionPolicy, progress: (Int64, Int64) -> Void) throws -> EvictionResult {
+    // Checkpoints run between chunks (`checkpointIfDue`), never inside a chunk's timing.
+    try db.execute("PRAGMA wal_autocheckpoint = 0")
+    // Consecutive chunks touch the same index pages (every conversation's oldest
+    // entries): a larger cache keeps them from being read back from the WAL.
+    try db.execute("PRAGMA cache_size = -65536")
+    defer { try? db.execute("PRAGMA wal_autocheckpoint = 1000") }
+    try checkpoint()
+    let sizeBefore = FileSystem.databaseSize(atPath: db.path)
+    lastDataVersion = try db.int64("PRAGMA data_version") ?? 0
+    let planner = EvictionPlanner(database: db)
+    let footprint = policy.maxSize != nil ? try planner.footprint() : nil
+    let first = try planner.plan(policy, footprint: footprint, sizeFraction: policy.leastRecent ? 1 : 0.9)
+
+    var deleted: Int64 = 0
+    var perConversation: [Int64: Int64] = [:]
+    var reclaim = ReclaimMethod.none
+    var vacuumMillis: Double?
+    var note: String?
+    var passes = 0
+    var plan = first
+    let pageSize = first.pageSize
+    while true {
+      passes += 1
+      let count = try delete(plan) { progress(deleted + $0, deleted + plan.messages) }
+
+      deleted += count
+      for part in plan.conversations { perConversation[part.id, default: 0] += part.messages }
+      let step = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
+      if step != .none { reclaim = step }
+      guard let target = policy.maxSize, plan.messages > 0 else { break }
+      let used = try usedBytes()
+      if used <= target || passes >= 500 { break }
+      // Still over (the estimate was short): plan again from the measured size. Whole
+      // conversations take the next one; oldest-first approaches in shrinking steps.
+      let excessPages = (used - target + pageSize - 1) / pageSize
+      plan =
+        policy.leastRecent
+        ? try planner.plan(policy, footprint: footprint)
+        : try planner.plan(policy, footprint: footprint, sizeFraction: 0.9, sizeMessageLimit: excessPages <= 4 ? 1 : nil)
+      if plan.messages == 0 { break }
+    }
+
+    try checkpoint()
+    let sizeAfter = FileSystem.databaseSize(atPath: db.path)
+    let fileSizeAfter = FileSystem.size(atPath: db.path) ?? 0
+    var targetReached: Bool?
+    if let target = policy.maxSize {
+      let used = try usedBytes()
+      targetReached = used <= target
+      if !(targetReached ?? true) {
+        note = try planner.plan(policy, footprint: footprint).note ?? note
+          ?? "the file is \(used) bytes, over the target of \(target) bytes"
+      } else if !policy.leastRecent && target - used > pageSize {
+        note = "freed \(target - used) bytes more than needed: the last message removed emptied several pages at once"
+      }
+    }
+    return EvictionResult(
+      plan: first, deletedMessages: deleted, deletedByConversation: perConversation, chunks: chunks,
+      maxChunkMillis: maxChunkMillis, vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
+      fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: passes, note: note)
+  }
+
+  // MARK: - Deleting in chunks
+
+  /// Deletes what `plan` lists in short transactions; returns the rows deleted.
+  private func delete(_ plan: EvictionPlan, progress: (Int64) -> Void) throws -> Int64 {
+    guard plan.messages > 0 else { return 0 }
+    var deleted: Int64 = 0
+    var rows = options.fixedChunkRows ?? options.initialChunkRows
+    if plan.conversations.count <= 8 {
+      // A few conversations: walk each one's index range, oldest first.
+      let chunk = try db.prepare(
+        "DELETE FROM Messages WHERE id IN (SELECT id FROM Messages WHERE conversation_id = ?1 AND id <= ?2 ORDER BY id LIMIT ?3)")
+      for part in plan.conversations {
+        while true {
+          let (changed, millis) = try inChunk { try chunk.execute([part.id, part.lastID, Int64(rows)]) }
+          deleted += Int64(changed)
+          progress(deleted)
+          rows = nextChunkRows(rows, millis: millis)
+          if changed == 0 { break }
+        }
+      }
+      return deleted
+    }
+    // Many conversations: walk the table in id order (how the rows lie on disk), each
+    // chunk a range of ids, deleting the rows the plan covers.
+    try db.execute(
+      "CREATE TEMP TABLE IF NOT EXISTS chatdb_evict_bounds (conversation_id INTEGER PRIMARY KEY, last_id INTEGER NOT NULL)")
+    try db.execute("DELETE FROM temp.chatdb_evict_bounds")
+    let insert = try db.prepare("INSERT INTO temp.chatdb_evict_bounds (conversation_id, last_id) VALUES (?, ?)")
+    for part in plan.conversations { try insert.execute([part.id, part.lastID]) }
+    let maxID = plan.uniformLastID ?? plan.conversations.map(\.lastID).max()!
+    let next = try db.prepare("SELECT id FROM Messages WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT 1 OFFSET ?3")
+    let chunk = try db.prepare(
+      """
+      DELETE FROM Messages WHERE id > ?1 AND id <= ?2
+        AND id <= (SELECT last_id FROM temp.chatdb_evict_bounds b WHERE b.conversation_id = Messages.conversation_id)
+      """)
+    let range = try db.prepare("DELETE FROM Messages WHERE id > ?1 AND id <= ?2")
+    var low = (try db.int64("SELECT min(id) FROM Messages") ?? 0) - 1
+    while low < maxID {
+      let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
+      let (changed, millis) = try inChunk {
+        try (plan.uniformLastID != nil ? range : chunk).execute([low, high])
+      }
+      deleted += Int64(changed)
+      progress(deleted)
+      rows = nextChunkRows(rows, millis: millis)
+      low = high
+    }
+    return deleted
+  }
+
+  /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; returns the rows changed and the
+  /// milliseconds the write lock was held, then pauses for other writers.
+  private func inChunk(_ body: () throws -> Void) throws -> (Int, Double) {
+    let asked = Self.now()
+    try db.execute("BEGIN IMMEDIATE")
+    let locked = Self.now()
+    if locked - asked > 5 { lastContention = locked }
+    var changed = 0
+    do {
+      try body()
+      changed = db.changes
+      try db.execute("COMMIT")
+    } catch {
+      if db.isInTransaction { try? db.execute("ROLLBACK") }
+      throw error
+    }
+    let millis = Self.now() - locked
+    record(millis)
+    pagesSinceCheckpoint += Int64(changed) / 20 + 1
+    try pause(after: millis)
+    return (changed, millis)
+  }
+
+  private func record(_ millis: Double) {
+    chunks += 1
+    maxChunkMillis = max(maxChunkMillis, millis)
+  }
+
+  /// Gives the lock away for a moment: briefly (a fifth of the chunk, with jitter so a
+  /// writer's retries never lock into step with the chunks), or for longer than
+  /// SQLite's longest busy-handler sleep while another connection is writing.
+  private func pause(after millis: Double) throws {
+    let version = try db.int64("PRAGMA data_version") ?? 0
+    let now = Self.now()
+    if version != lastDataVersion {
+      lastDataVersion = version
+      lastContention = now
+    }
+    let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 8 * Double.random(in: 0.5...1.5))
+    // A passive checkpoint copies the WAL into the file without taking the write lock,
+    // so it runs in the pause (and keeps the WAL from growing without bound).
+    if pagesSinceCheckpoint >= 8_192 {
+      pagesSinceCheckpoint = 0
+      try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    }
+    let left = pause - (Self.now() - now)
+    if left > 0 { usleep(useconds_t(left * 1000)) }
+  }
+
+  private func nextChunkRows(_ rows: Int, millis: Double) -> Int {
+    if let fixed = options.fixedChunkRows { return fixed }
+    let scaled = Double(rows) * options.targetChunkMillis / max(millis, 0.5)
+    return Int(min(max(scaled, Double(rows) / 2, 100), Double(rows) * 1.5, Double(options.maxChunkRows)))
+  }
+
+  // MARK: - Reclaiming
+
+  private func reclaimSpace(vacuumMillis: inout Double?, note: inout String?) throws -> ReclaimMethod {
+    let free = try db.int64("PRAGMA freelist_count") ?? 0
+    guard free > 0 else { return .none }
+    switch try db.int64("PRAGMA auto_vacuum") ?? 0 {
+    case 2:
+      var pages: Int64 = 1_024
+      while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
+        let (_, millis) = try inChunk { try db.execute("PRAGMA incremental_vacuum(\(pages))") }
+        pagesSinceCheckpoint += pages * 2
+        if options.fixedChunkRows == nil {
+          pages = Int64(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))
+        }
+      }
+      return .incrementalVacuum
+    case 1:
+      return .automatic
+    default:
+      // VACUUM writes a full copy to the temporary folder and, in WAL mode, the whole
+      // file again into the WAL: both need room for it.
+      let pageSize = try db.int64("PRAGMA page_size") ?? 4096
+      let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
+      let folder = (db.path as NSString).deletingLastPathComponent
+      let temporary = options.temporaryDirectory ?? Self.sqliteTemporaryDirectory()
+      for place in [folder.isEmpty ? "." : folder, temporary] {
+        let space = try DiskSpace.of(place)
+        if space.available < needed {
+          note =
+            "\(free * pageSize) bytes of free pages stay in the file: VACUUM needs about \(needed) bytes free in \(place), "
+            + "only \(space.available) available"
+          return .none
+        }
+      }
+      let started = Self.now()
+      try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+      try db.execute("VACUUM")
+      let millis = Self.now() - started
+      vacuumMillis = (vacuumMillis ?? 0) + millis
+      return .vacuum
+    }
+  }
+
+  /// SQLite's choice of temporary folder on Unix.
+  static func sqliteTemporaryDirectory() -> String {
+    let environment = ProcessInfo.processInfo.environment
+    for candidate in [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp"] {
+      if let candidate, !candidate.isEmpty, FileSystem.exists(candidate) { return candidate }
+    }
+    return "."
+  }
+
+  private func usedBytes() throws -> Int64 {
+    let pageSize = try db.int64("PRAGMA page_size") ?? 4096
+    return ((try db.int64("PRAGMA page_count") ?? 0) - (try db.int64("PRAGMA freelist_count") ?? 0)) * pageSize
+  }
+
+  /// Copies the WAL into the file without holding the write lock, then truncates it
+  /// (a short wait for the lock: little is left to copy).
+  private func checkpoint() throws {
+    try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+  }
+
+  static func now() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) * 1000 + Double(spec.tv_nsec) / 1e6
+  }
+}
+
+@available(*, unavailable)
+extension Evictor: Sendable {}

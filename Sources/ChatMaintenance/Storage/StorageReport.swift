@@ -1,0 +1,206 @@
+import ChatStore
+import Foundation
+
+/// What takes the space in one chat database: the files, free pages, every table and
+/// index (from `dbstat`) and every conversation.
+///
+/// ```swift
+/// let report = try StorageReport.measure(path: "chats-1.db")
+/// print(report.totalBytes, report.freeBytes, report.conversations.first?.bytes ?? 0)
+/// ```
+/// See <https://sqlite.org/dbstat.html>.
+public struct StorageReport: Sendable {
+  /// One table or index.
+  public struct BTree: Sendable, Equatable {
+    /// The table or index name.
+    public var name: String
+    /// The table it belongs to.
+    public var table: String
+    public var isIndex: Bool
+    /// Bytes of pages it uses.
+    public var bytes: Int64
+  }
+
+  /// One conversation (the other user).
+  public struct ConversationUsage: Sendable, Equatable {
+    public var id: Int64
+    /// The contact's name, when the user is in the file.
+    public var name: String?
+    /// Acknowledged messages.
+    public var messages: Int64
+    /// Bytes of message text (UTF-8).
+    public var contentBytes: Int64
+    /// Its estimated share of the file: `(content + 110 bytes a row) × scale`, where
+    /// the scale makes all conversations add up to the pages of `Messages` and its
+    /// indexes (the same model as `EvictionPlanner`).
+    public var bytes: Int64
+    /// `created_at` of the oldest and newest message.
+    public var oldest: String?
+    public var newest: String?
+    /// Outbox requests waiting to be sent or acknowledged (PENDING, SENT), and FAILED ones.
+    public var pending: Int64
+    public var failed: Int64
+  }
+
+  public var path: String
+  /// The database file, its `-wal` and `-shm`.
+  public var fileBytes: Int64
+  public var walBytes: Int64
+  public var shmBytes: Int64
+  public var totalBytes: Int64 { fileBytes + walBytes + shmBytes }
+  public var pageSize: Int64
+  public var pageCount: Int64
+  /// Free pages (reclaimable by `chatdb evict`'s reclaim step or VACUUM).
+  public var freePages: Int64
+  public var freeBytes: Int64 { freePages * pageSize }
+  /// `none`, `full` or `incremental`.
+  public var autoVacuum: String
+  /// Tables and indexes, largest first.
+  public var btrees: [BTree]
+  /// Pages in use that belong to no table or index: auto_vacuum's pointer-map pages.
+  public var pointerMapBytes: Int64 { pageCount * pageSize - freeBytes - btrees.reduce(0) { $0 + $1.bytes } }
+  /// Conversations, largest first.
+  public var conversations: [ConversationUsage]
+  public var messages: Int64
+  public var requests: Int64
+
+  /// Measures the file at `path` (read only; the file is never changed).
+  public static func measure(path: String) throws -> StorageReport {
+    do {
+      guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path) does not exist", path: path) }
+      let db = try Database(path: path, mode: .readOnly)
+      return try db.read { try measure($0) }
+    } catch {
+      throw StoreError.from(error, path: path, doing: "measure")
+    }
+  }
+
+  static func measure(_ db: Database) throws -> StorageReport {
+    let path = db.path
+    let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
+    guard columns.contains("conversation_id") else {
+      throw StoreError(.schemaMismatch, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
+    }
+    let pageSize = try db.int64("PRAGMA page_size") ?? 4096
+    let pageCount = try db.int64("PRAGMA page_count") ?? 0
+    let freePages = try db.int64("PRAGMA freelist_count") ?? 0
+    let autoVacuum = ["none", "full", "incremental"][Int(min(max(try db.int64("PRAGMA auto_vacuum") ?? 0, 0), 2))]
+
+    var tables: [String: (String, Bool)] = [:]
+    try db.prepare("SELECT name, tbl_name, type FROM sqlite_schema WHERE type IN ('table', 'index')").forEachRow {
+      tables[$0.string(0)] = ($0.string(1), $0.string(2) == "index")
+    }
+    var btrees: [BTree] = []
+    try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { row in
+      let name = row.string(0)
+      let (table, isIndex) = tables[name] ?? (name, false)
+      btrees.append(BTree(name: name, table: table, isIndex: isIndex, bytes: row.int64(1)))
+    }
+    btrees.sort { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
+
+    // One pass over the table in id order (how it lies on disk).
+    var stats: [Int64: (messages: Int64, content: Int64, minID: Int64, maxID: Int64)] = [:]
+    var totalMessages: Int64 = 0
+    var totalContent: Int64 = 0
+    try db.prepare("SELECT conversation_id, id, length(CAST(content AS BLOB)) FROM Messages").forEachRow { row in
+      let conversation = row.int64(0), id = row.int64(1), bytes = row.int64(2)
+      totalMessages += 1
+      totalContent += bytes
+      if var s = stats[conversation] {
+        s.messages += 1
+        s.content += bytes
+        s.minID = min(s.minID, id)
+        s.maxID = max(s.maxID, id)
+        stats[conversation] = s
+      } else {
+        stats[conversation] = (1, bytes, id, id)
+      }
+    }
+    var outbox: [Int64: (pending: Int64, failed: Int64)] = [:]
+    var requests: Int64 = 0
+    try db.prepare("SELECT to_user_id, status, count(*) FROM MessageRequests GROUP BY to_user_id, status").forEachRow { row in
+      requests += row.int64(2)
+      var counts = outbox[row.int64(0)] ?? (0, 0)
+      switch row.string(1) {
+      case "PENDING", "SENT": counts.pending += row.int64(2)
+      case "FAILED": counts.failed += row.int64(2)
+      default: break
+      }
+      outbox[row.int64(0)] = counts
+    }
+
+    let messagePages = btrees.filter { $0.table == "Messages" }.reduce(0) { $0 + $1.bytes }
+    let model = Double(totalContent + totalMessages * EvictionPlanner.rowOverhead)
+    let footprint = EvictionPlanner.Footprint(scale: model > 0 ? Double(messagePages) / model : 1, btreeBytes: [:])
+    let createdAt = try db.prepare("SELECT created_at FROM Messages WHERE id = ?")
+    let userName = try db.prepare("SELECT name FROM Users WHERE id = ?")
+    var conversations: [ConversationUsage] = []
+    for id in Set(stats.keys).union(outbox.filter { $0.value.pending + $0.value.failed > 0 }.keys) {
+      let s = stats[id]
+      let o = outbox[id] ?? (0, 0)
+      conversations.append(
+        ConversationUsage(
+          id: id, name: try userName.first([id]) { $0.optionalString(0) } ?? nil, messages: s?.messages ?? 0,
+          contentBytes: s?.content ?? 0,
+          bytes: s.map { Int64(footprint.bytes(content: $0.content, rows: $0.messages).rounded()) } ?? 0,
+          oldest: try s.flatMap { s in try createdAt.first([s.minID]) { $0.string(0) } },
+          newest: try s.flatMap { s in try createdAt.first([s.maxID]) { $0.string(0) } },
+          pending: o.pending, failed: o.failed))
+    }
+    conversations.sort { ($0.bytes, $1.id) > ($1.bytes, $0.id) }
+    return StorageReport(
+      path: path, fileBytes: FileSystem.size(atPath: path) ?? 0, walBytes: FileSystem.size(atPath: path + "-wal") ?? 0,
+      shmBytes: FileSystem.size(atPath: path + "-shm") ?? 0, pageSize: pageSize, pageCount: pageCount, freePages: freePages,
+      autoVacuum: autoVacuum, btrees: btrees, conversations: conversations, messages: totalMessages, requests: requests)
+  }
+}
+
+/// A concrete way to free space, with the bytes it would free, from the same planner
+/// `chatdb evict --dry-run` uses.
+public struct StorageSuggestion: Sendable, Equatable {
+  /// The `chatdb evict` options, e.g. `["--older-than", "180d"]`.
+  public var arguments: [String]
+  /// Bytes the file (with its `-wal` and `-shm`) would shrink by.
+  public var frees: Int64
+  /// Messages it would delete.
+  public var messages: Int64
+  /// Whether it frees enough to bring the disk back to `ok`.
+  public var enough: Bool
+
+  /// Suggestions for the file at `path` on a disk that needs `needed` more bytes free
+  /// to be `ok`: eviction by a few ages, and the size cap that frees what is needed.
+  public static func suggest(path: String, needed: Int64, now: Date = Date()) throws -> [StorageSuggestion] {
+    do {
+      let db = try Database(path: path, mode: .readOnly)
+      return try db.read { db in
+        let planner = EvictionPlanner(database: db)
+        let footprint = try planner.footprint()
+        var result: [StorageSuggestion] = []
+        func add(_ arguments: [String], _ policy: EvictionPolicy) throws {
+          var policy = policy
+          policy.now = now
+          let plan = try planner.plan(policy, footprint: footprint)
+          let frees = plan.fileBytes - (plan.expectedSize ?? plan.fileBytes)
+          guard plan.messages > 0, frees > 0, !result.contains(where: { $0.frees == frees }) else { return }
+          result.append(StorageSuggestion(arguments: arguments, frees: frees, messages: plan.messages, enough: frees >= needed))
+        }
+        for age in ["365d", "180d", "90d", "30d"] {
+          var policy = EvictionPolicy()
+          policy.olderThan = EvictionPolicy.age(age)
+          try add(["--older-than", age], policy)
+        }
+        let used = FileSystem.databaseSize(atPath: path)
+        let mebibyte: Int64 = 1 << 20
+        let target = (used - needed) / mebibyte * mebibyte
+        if needed > 0, target >= mebibyte {
+          var policy = EvictionPolicy()
+          policy.maxSize = target
+          try add(["--max-size", "\(target / mebibyte)MiB"], policy)
+        }
+        return result
+      }
+    } catch {
+      throw StoreError.from(error, path: path, doing: "plan suggestions for")
+    }
+  }
+}

@@ -1,0 +1,185 @@
+import ChatCLI
+import ChatMaintenance
+import ChatStore
+import Foundation
+
+/// `chatdb evict`: delete old messages by age, size or conversation, then give the
+/// space back to the file system.
+enum EvictCommand {
+  static let command = Command(
+    name: "evict",
+    abstract: "Delete old messages by age, size or conversation and reclaim the space.",
+    discussion: """
+      Policies combine: --conversation narrows everything to those conversations (alone \
+      it deletes them whole); --older-than deletes messages created before now minus AGE \
+      (a message exactly at the cutoff stays); --max-size then deletes the oldest \
+      remaining messages until the database file fits, or with --least-recent whole \
+      conversations, least recently active first; --keep-last N protects the newest N \
+      messages of every conversation from all of it. Outbox requests and users are never \
+      touched. Deletes run in short transactions (about 50 ms each) so chat-sync can keep \
+      writing; an interrupted run leaves a consistent file and running it again finishes \
+      the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
+      for older files after checking there is room for its copy) and the bytes really \
+      freed are reported. Ages: 12h, 90d, 6w, 1y (365 days).
+      """,
+    options: StoreOptions.options(all: false) + [
+      .value("--older-than", valueName: "age", help: "Delete messages older than this (12h, 90d, 6w, 1y)."),
+      .value("--max-size", valueName: "size", help: "Delete the oldest messages until the database file fits (e.g. 500MiB)."),
+      .value("--conversation", valueName: "id", help: "Only this conversation (the other user's id); alone: all of it.", repeatable: true),
+      .value("--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages."),
+      .flag("--least-recent", help: "With --max-size: delete whole conversations, least recently active first."),
+      .flag("--dry-run", help: "Show the plan (per conversation, and the size after) without changing anything."),
+      .value("--now", valueName: "date", help: "Measure ages from this time instead of now (repeatable runs, tests)."),
+      .value("--chunk-rows", valueName: "n", help: "Rows per transaction instead of the adaptive size (about 50 ms each)."),
+    ],
+    run: run
+  )
+
+  static func run(_ arguments: ParsedArguments) throws -> Int32 {
+    guard case .file(let path, _) = try StoreOptions.target(arguments) else { return ChatExitCode.usage }
+    var policy = EvictionPolicy()
+    policy.olderThan = try arguments.value("--older-than") { text -> Int64? in
+      guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
+      return age
+    }
+    policy.maxSize = try arguments.value("--max-size") { text -> Int64? in
+      guard let size = ByteCount.parse(text), size > 0 else { throw InvalidValue("expected a size like 500MiB or 2GB") }
+      return size
+    }
+    for text in arguments.values("--conversation") {
+      guard let id = StoreLocation.parseUserID(text) else {
+        throw arguments.usageError("The value '\(text)' is invalid for '--conversation <id>': a conversation is the other user's id")
+      }
+      policy.conversations.append(id)
+    }
+    policy.keepLast = try arguments.value("--keep-last", as: StoreOptions.count) ?? 0
+    policy.leastRecent = arguments.flag("--least-recent")
+    if let now = try arguments.value("--now", as: StoreOptions.time), let ms = Timestamp.milliseconds(from: now) {
+      policy.now = Date(timeIntervalSince1970: Double(ms) / 1000)
+    }
+    var options = Evictor.Options()
+    options.fixedChunkRows = try arguments.value("--chunk-rows") { try StoreOptions.count($0).flatMap { $0 > 0 ? $0 : nil } }
+    if policy.isEmpty {
+      throw arguments.usageError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'")
+    }
+    if policy.leastRecent && policy.maxSize == nil { throw arguments.usageError("'--least-recent' needs '--max-size <size>'") }
+    let json = arguments.flag("--json")
+    let names = (try? userNames(path)) ?? [:]
+
+    if arguments.flag("--dry-run") {
+      let plan = try dryRun(path: path, policy: policy)
+      print(json ? planJSON(plan).render() : planText(plan, path: path, names: names))
+      return ChatExitCode.success
+    }
+
+    let db = try open(path: path, mode: .readWrite)
+    let started = DispatchTime.now()
+    let progress = Progress(label: "Evicting", total: nil, unit: "messages")
+    let result = try Evictor(database: db, options: options).run(policy) { done, _ in progress.update(completed: done) }
+    progress.finish()
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+    print(json ? resultJSON(result, seconds: seconds).render() : resultText(result, path: path, names: names, seconds: seconds))
+    return ChatExitCode.success
+  }
+
+  // MARK: - Opening
+
+  static func open(path: String, mode: Database.Mode) throws -> Database {
+    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path) does not exist", path: path) }
+    do {
+      let db = try Database(path: path, mode: mode)
+      let version = Int(try db.int64("PRAGMA user_version") ?? 0)
+      let latest = Migration.shipped.count
+      guard version == latest else {
+        throw StoreError(
+          version > latest ? .newerSchema : .schemaMismatch,
+          "\(path) is at schema version \(version), evict needs \(latest); run 'chatdb migrate' on it first", path: path)
+      }
+      return db
+    } catch {
+      throw StoreError.from(error, path: path, doing: "open")
+    }
+  }
+
+  static func dryRun(path: String, policy: EvictionPolicy) throws -> EvictionPlan {
+    let db = try open(path: path, mode: .readOnly)
+    do {
+      return try db.read { try EvictionPlanner(database: $0).plan(policy) }
+    } catch {
+      throw StoreError.from(error, path: path, doing: "plan eviction for")
+    }
+  }
+
+  static func userNames(_ path: String) throws -> [Int64: String] {
+    let db = try Database(path: path, mode: .readOnly)
+    return Dictionary(try db.query("SELECT id, name FROM Users") { ($0.int64(0), $0.string(1)) }, uniquingKeysWith: { a, _ in a })
+  }
+
+  // MARK: - Output
+
+  static func planText(_ plan: EvictionPlan, path: String, names: [Int64: String]) -> String {
+    var text = ""
+    if !plan.conversations.isEmpty {
+      let rows = plan.conversations.map {
+        [String($0.id), names[$0.id] ?? "", String($0.messages), $0.bytes.map(ByteCount.format) ?? "-"]
+      }
+      text += Table(
+        columns: [.init("CONVERSATION", alignment: .right), .init("CONTACT"), .init("MESSAGES", alignment: .right), .init("BYTES", alignment: .right)],
+        rows: rows
+      ).render()
+    }
+    let cutoff = plan.cutoff.map { " (older than \($0))" } ?? ""
+    text += "\(path): would delete \(plan.messages) messages\(cutoff) from \(plan.conversations.count) conversation(s)"
+    if let bytes = plan.bytes { text += ", about \(ByteCount.format(bytes))" }
+    text += "\nsize now \(ByteCount.format(plan.fileBytes)) (\(ByteCount.format(plan.freeBytes)) in free pages)"
+    if let expected = plan.expectedSize { text += "; expected after: about \(ByteCount.format(expected))" }
+    if let target = plan.policy.maxSize { text += "; target \(ByteCount.format(target))" }
+    if let note = plan.note { text += "\nNote: \(note)" }
+    return text
+  }
+
+  static func planJSON(_ plan: EvictionPlan) -> JSONValue {
+    .object([
+      "dryRun": true, "cutoff": plan.cutoff.map { .string($0) } ?? .null, "messages": .int(plan.messages),
+      "bytes": plan.bytes.map { .int($0) } ?? .null, "pageSize": .int(plan.pageSize), "fileBytes": .int(plan.fileBytes),
+      "usedBytes": .int(plan.usedBytes), "freeBytes": .int(plan.freeBytes),
+      "expectedSize": plan.expectedSize.map { .int($0) } ?? .null,
+      "maxSize": plan.policy.maxSize.map { .int($0) } ?? .null, "targetReachable": .bool(plan.targetReachable),
+      "note": plan.note.map { .string($0) } ?? .null,
+      "conversations": .array(
+        plan.conversations.map {
+          .object(["id": .int($0.id), "messages": .int($0.messages), "bytes": $0.bytes.map { .int($0) } ?? .null, "lastId": .int($0.lastID)])
+        }),
+    ])
+  }
+
+  static func resultText(_ r: EvictionResult, path: String, names: [Int64: String], seconds: Double) -> String {
+    var text =
+      "\(path): deleted \(r.deletedMessages) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
+      + "in \(r.chunks) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms)"
+    text += "\nfreed \(ByteCount.format(r.freedBytes)): \(ByteCount.format(r.sizeBefore)) → \(ByteCount.format(r.sizeAfter))"
+    text += " (reclaim: \(r.reclaim.rawValue)\(r.vacuumMillis.map { String(format: ", VACUUM held the lock %.0f ms", $0) } ?? "")) in \(String(format: "%.2f", seconds)) s"
+    if let target = r.plan.policy.maxSize, let reached = r.targetReached {
+      text += "\ntarget \(ByteCount.format(target)): \(reached ? "reached" : "NOT reached"), database file \(ByteCount.format(r.fileSizeAfter))"
+    }
+    if let note = r.note { text += "\nNote: \(note)" }
+    return text
+  }
+
+  static func resultJSON(_ r: EvictionResult, seconds: Double) -> JSONValue {
+    .object([
+      "dryRun": false, "deletedMessages": .int(r.deletedMessages), "chunks": .int(Int64(r.chunks)),
+      "maxChunkMillis": .double((r.maxChunkMillis * 10).rounded() / 10),
+      "vacuumMillis": r.vacuumMillis.map { .double($0.rounded()) } ?? .null, "sizeBefore": .int(r.sizeBefore),
+      "sizeAfter": .int(r.sizeAfter), "freedBytes": .int(r.freedBytes), "fileSizeAfter": .int(r.fileSizeAfter),
+      "reclaim": .string(r.reclaim.rawValue), "passes": .int(Int64(r.passes)),
+      "maxSize": r.plan.policy.maxSize.map { .int($0) } ?? .null,
+      "targetReached": r.targetReached.map { .bool($0) } ?? .null, "note": r.note.map { .string($0) } ?? .null,
+      "cutoff": r.plan.cutoff.map { .string($0) } ?? .null, "seconds": .double((seconds * 1000).rounded() / 1000),
+      "conversations": .array(
+        r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
+          .object(["id": .int($0.key), "messages": .int($0.value)])
+        }),
+    ])
+  }
+}

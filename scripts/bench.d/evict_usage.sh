@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Eviction and usage against the sqlite3 shell on a 1,000,000-message file (issue 5).
+#
+#   scripts/bench.d/evict_usage.sh BIN_DIR WORK_DIR
+#
+# BIN_DIR holds a release `chatdb`; WORK_DIR is scratch space (about 1 GB). Prints one
+# line per figure: what, chatdb, peer, ratio, goal, PASS/MISS. Self-contained: needs
+# only chatdb, sqlite3 and python3.
+set -euo pipefail
+bin=${1:?usage: evict_usage.sh BIN_DIR WORK_DIR}
+work=${2:?usage: evict_usage.sh BIN_DIR WORK_DIR}
+rm -rf "$work/evict" && mkdir -p "$work/evict"
+d="$work/evict"
+
+now_s() { date +%s.%N; }
+# best-of-N wall time of a command, in seconds (warm cache); output discarded.
+best_of() {
+  local n=$1 best="" t0 t1 t
+  shift
+  for _ in $(seq "$n"); do
+    t0=$(now_s); "$@" >/dev/null; t1=$(now_s)
+    t=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc -l)" = 1 ]; then best=$t; fi
+  done
+  echo "$best"
+}
+line() { # what figure peer ratio goal ok
+  printf '   %-46s %-12s %-28s %-8s %-10s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+}
+verdict() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo PASS || echo MISS; }
+
+# Untimed setup: the history, and the cutoff that splits it in half. Generated histories
+# end at 2026-01-01, so "now" is injected: --older-than 30d from 30 days after the median.
+"$bin/chatdb" generate --user 1 --contacts 1000 --messages 1000000 --seed 42 --data-dir "$d/gen" >/dev/null
+src="$d/gen/chats-1.db"
+cutoff=$(sqlite3 "$src" "SELECT created_at FROM Messages ORDER BY id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM Messages)")
+now=$(python3 -c "
+import datetime, sys
+t = datetime.datetime.strptime('$cutoff', '%Y-%m-%dT%H:%M:%S.%fZ') + datetime.timedelta(days=30)
+print(t.strftime('%Y-%m-%dT%H:%M:%S.') + f'{t.microsecond // 1000:03d}Z')")
+older=$(sqlite3 "$src" "SELECT count(*) FROM Messages WHERE created_at < '$cutoff'")
+total=$(sqlite3 "$src" "SELECT count(*) FROM Messages")
+cp "$src" "$d/sql.db"
+cp "$src" "$d/chatdb.db"
+cp "$src" "$d/usage.db"
+cat "$d"/*.db >/dev/null
+echo "   eviction: $older of $total messages older than $cutoff (now=$now, --older-than 30d)"
+
+# 1. Plain SQL in the sqlite3 shell: DELETE, then give the pages back (one transaction each).
+t0=$(now_s)
+sqlite3 "$d/sql.db" >/dev/null <<SQL
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+DELETE FROM Messages WHERE created_at < '$cutoff';
+PRAGMA incremental_vacuum;
+SQL
+t1=$(now_s)
+sql_s=$(echo "$t1 - $t0" | bc -l)
+
+# 2. chatdb evict, end to end (plan, chunked deletes, reclaim, checkpoint, report).
+t0=$(now_s)
+"$bin/chatdb" evict --db "$d/chatdb.db" --older-than 30d --now "$now" --json >"$d/evict.json"
+t1=$(now_s)
+evict_s=$(echo "$t1 - $t0" | bc -l)
+read -r max_chunk chunks freed < <(python3 -c "
+import json; r = json.load(open('$d/evict.json'))
+print(r['maxChunkMillis'], r['chunks'], r['freedBytes'])")
+
+left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
+left_chatdb=$(sqlite3 "$d/chatdb.db" "SELECT count(*) FROM Messages")
+size_sql=$(stat -c %s "$d/sql.db")
+size_chatdb=$(stat -c %s "$d/chatdb.db")
+[ "$left_sql" = "$left_chatdb" ] || echo "   WARNING: messages left differ: sqlite3 $left_sql, chatdb $left_chatdb"
+echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions"
+
+ratio=$(echo "$evict_s / $sql_s" | bc -l)
+line "what" "chatdb" "peer" "ratio" "goal" ""
+line "evict --older-than, half of 1M (end to end)" "$(printf '%.2f s' "$evict_s")" "$(printf 'sqlite3 DELETE+vacuum %.2f s' "$sql_s")" \
+  "$(printf '%.2fx' "$ratio")" "<= 1.30x" "$(verdict "$ratio" 1.3)"
+line "evict: longest write-lock hold" "$(printf '%.1f ms' "$max_chunk")" "" "" "<= 100 ms" "$(verdict "$max_chunk" 100)"
+
+# 3. usage on the whole 1M file versus the bare dbstat query (best of 3, warm).
+usage_s=$(best_of 3 "$bin/chatdb" usage --db "$d/usage.db" --json)
+dbstat_s=$(best_of 3 sqlite3 "$d/usage.db" "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
+ratio=$(echo "$usage_s / $dbstat_s" | bc -l)
+line "usage, 1M messages (best of 3)" "$(printf '%.2f s' "$usage_s")" "$(printf 'sqlite3 dbstat %.2f s' "$dbstat_s")" \
+  "$(printf '%.2fx' "$ratio")" "<= 3.00x" "$(verdict "$ratio" 3)"
