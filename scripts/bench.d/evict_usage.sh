@@ -31,7 +31,7 @@ verdict() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo PASS || echo MISS; }
 
 # Untimed setup: the history, and the cutoff that splits it in half. Generated histories
 # end at 2026-01-01, so "now" is injected: --older-than 30d from 30 days after the median.
-"$bin/chatdb" generate --user 1 --contacts 1000 --messages 1000000 --seed 42 --data-dir "$d/gen" >/dev/null
+"$bin/chatdb" generate --user 1 --contacts 1000 --messages "${MESSAGES:-1000000}" --seed 42 --data-dir "$d/gen" >/dev/null
 src="$d/gen/chats-1.db"
 cutoff=$(sqlite3 "$src" "SELECT created_at FROM Messages ORDER BY id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM Messages)")
 now=$(python3 -c "
