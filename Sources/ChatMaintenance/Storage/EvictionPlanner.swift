@@ -111,7 +111,7 @@ public struct EvictionPlanner {
     // (ids rise with time; a message with a smaller id but a newer time stops the cut).
     var ageBound: Int64?
     if let cutoff {
-      let firstKept = try db.int64("SELECT min(id) FROM Messages WHERE created_at >= ?", [cutoff])
+      let firstKept = try db.int64(HotQuery.firstMessageAtOrAfter.sql, [cutoff])
       ageBound = firstKept.map { $0 - 1 } ?? Int64.max
     }
     let whole = policy.olderThan == nil && policy.maxSize == nil && !scope.isEmpty
@@ -133,7 +133,7 @@ public struct EvictionPlanner {
     // The base plan: counts (and bytes) of each conversation's prefix.
     let measure = try db.prepare(
       footprint == nil
-        ? "SELECT count(*), max(id), 0 FROM Messages WHERE conversation_id = ?1 AND id > ?2 AND id <= ?3"
+        ? HotQuery.conversationRange.sql
         : "SELECT count(*), max(id), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM Messages WHERE conversation_id = ?1 AND id > ?2 AND id <= ?3"
     )
     var parts: [Int64: (messages: Int64, content: Int64, lastID: Int64)] = [:]

@@ -135,11 +135,24 @@ public struct HotQuery: Sendable, Hashable {
     sql: "SELECT count(*) FROM Messages WHERE created_at < ?1",
     sampleArguments: [.text(sample)])
 
+  /// The first message at or after a time: eviction by age deletes the ids below it.
+  public static let firstMessageAtOrAfter = HotQuery(
+    name: "eviction: first message at or after a time",
+    sql: "SELECT min(id) FROM Messages WHERE created_at >= ?",
+    sampleArguments: [.text(sample)])
+
+  /// Messages of a conversation in an id range (the eviction plan, per conversation).
+  public static let conversationRange = HotQuery(
+    name: "eviction: a conversation's messages in an id range",
+    sql: "SELECT count(*), max(id), 0 FROM Messages WHERE conversation_id = ?1 AND id > ?2 AND id <= ?3",
+    sampleArguments: [.integer(2), .integer(0), .integer(Int64.max)])
+
   /// The whole catalog.
   public static let all: [HotQuery] =
     [
       messagesBefore, messagesAfter, requestsBefore, requestsAfter, conversationList, unreadCount,
-      markConversationRead, dueRequests, messageByRequest, messagesOlderThan,
+      markConversationRead, dueRequests, messageByRequest, messagesOlderThan, firstMessageAtOrAfter,
+      conversationRange,
     ] + MessageStatus.allCases.dropFirst().map(statusUpTo)
 }
 
