@@ -4,7 +4,13 @@ import ChatStore
 /// `FILE:LINE: <field and reason>` messages.
 public struct RecordError: Error, CustomStringConvertible, Sendable {
   public var description: String
-  public init(_ description: String) { self.description = description }
+  /// The line the record came from, when it is not the line being read (a record
+  /// found bad when a batch of them is written).
+  public var line: Int?
+  public init(_ description: String, line: Int? = nil) {
+    self.description = description
+    self.line = line
+  }
   static func field(_ name: String, _ reason: String) -> RecordError { RecordError("field '\(name)': \(reason)") }
 }
 

@@ -145,6 +145,26 @@ import Testing
     #expect(try db.int64("SELECT count(*) FROM Messages") == 30)
   }
 
+  @Test func aRequestIDClashInsideAMultiRowInsertNamesItsLine() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    var lines = Array(validLines(messages: 0).prefix(2))
+    for i in 1...200 {
+      let requestID = i == 100 ? 10 : i  // message 100 reuses message 10's request id
+      lines.append(
+        #"{"type":"message","id":\#(i),"fromUserId":1,"toUserId":2,"content":"m","status":"SYNCED","createdAt":"2026-01-01T00:00:00.000Z","requestId":\#(requestID)}"#
+      )
+    }
+    let path = try folder.write("clash.ndjson", lines: lines)
+    do {
+      try folder.importFile(path, into: db, batchSize: 10_000)
+      Issue.record("no error")
+    } catch let error as ImportError {
+      #expect(error.message.hasPrefix("\(path):102: field 'requestId': 10 already belongs to another message"), "\(error.message)")
+    }
+    #expect(try db.int64("SELECT count(*) FROM Messages") == 0, "the batch is rolled back")
+  }
+
   @Test func skipBadRecordsCountsAndWritesThem() throws {
     let folder = try HistoryFolder()
     let db = try folder.database()
