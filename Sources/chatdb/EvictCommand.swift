@@ -88,13 +88,7 @@ enum EvictCommand {
     guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path) does not exist", path: path) }
     do {
       let db = try Database(path: path, mode: mode)
-      let version = Int(try db.int64("PRAGMA user_version") ?? 0)
-      let latest = Migration.shipped.count
-      guard version == latest else {
-        throw StoreError(
-          version > latest ? .newerSchema : .schemaMismatch,
-          "\(path) is at schema version \(version), evict needs \(latest); run 'chatdb migrate' on it first", path: path)
-      }
+      try Migrator.requireLatest(db, for: "evict")
       return db
     } catch {
       throw StoreError.from(error, path: path, doing: "open")

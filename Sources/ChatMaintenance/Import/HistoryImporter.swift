@@ -83,14 +83,7 @@ public final class HistoryImporter {
 
   /// Prepares an import into `db`, which must be at the latest schema version.
   public init(database: Database, owner: Int64, options: Options = Options()) throws {
-    let latest = Migration.shipped.count
-    let version = Int(try database.int64("PRAGMA user_version") ?? 0)
-    guard version == latest else {
-      throw StoreError(
-        version > latest ? .newerSchema : .schemaMismatch,
-        "\(database.path) is at schema version \(version), import needs \(latest); run 'chatdb migrate' on it first",
-        path: database.path)
-    }
+    try Migrator.requireLatest(database, for: "import")
     self.db = database
     self.owner = owner
     self.options = options

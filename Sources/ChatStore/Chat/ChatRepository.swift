@@ -28,14 +28,7 @@ public final class ChatRepository {
   public init(database: Database, ownerID: Int64) throws {
     self.database = database
     self.ownerID = ownerID
-    let latest = Migration.shipped.count
-    let version = Int(try database.int64("PRAGMA user_version") ?? 0)
-    guard version == latest else {
-      throw StoreError(
-        version > latest ? .newerSchema : .schemaMismatch,
-        "\(database.path) is at schema version \(version), this build needs \(latest); run 'chatdb migrate'",
-        path: database.path)
-    }
+    try Migrator.requireLatest(database, for: "the chat data layer")
     if let recorded = try database.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'") {
       guard recorded == ownerID else {
         throw StoreError(

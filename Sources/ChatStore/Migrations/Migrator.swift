@@ -122,6 +122,19 @@ public struct Migrator: Sendable {
     return result
   }
 
+  /// Throws unless `db` is at the latest version this binary knows: the chat layer,
+  /// import and eviction work only on the current schema. `task` names who needs it.
+  public static func requireLatest(_ db: Database, for task: String) throws {
+    let latest = Migration.shipped.count
+    let version = Int(try db.int64("PRAGMA user_version") ?? 0)
+    guard version == latest else {
+      throw StoreError(
+        version > latest ? .newerSchema : .schemaMismatch,
+        "\(db.path) is at schema version \(version), \(task) needs \(latest); run 'chatdb migrate' on it first",
+        path: db.path)
+    }
+  }
+
   // MARK: - Planning
 
   /// The migrations that bring a file at `status` to `target` (default: latest), or the
