@@ -271,3 +271,23 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
   }
 }
+
+@Suite struct JSONEscapeTests {
+  /// A character that must be escaped, at every position of a 20-byte string (so on both
+  /// sides of the eight-byte fast path), comes out escaped and nothing else changes.
+  @Test(arguments: ["\"", "\\", "\n", "\u{1}", "\u{1F}"])
+  func everyPositionIsEscaped(special: String) throws {
+    for position in 0..<20 {
+      var text = String(repeating: "a", count: 20)
+      let index = text.index(text.startIndex, offsetBy: position)
+      text.replaceSubrange(index...index, with: special + "é")
+      var writer = JSONLineWriter()
+      writer.begin(type: "user")
+      writer.field("name", text)
+      writer.end()
+      let line = String(decoding: writer.buffer, as: UTF8.self)
+      let parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+      #expect(parsed?["name"] as? String == text, "position \(position): \(line)")
+    }
+  }
+}
