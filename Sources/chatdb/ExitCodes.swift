@@ -11,6 +11,10 @@ enum ChatExitCode {
   static let diskLow: Int32 = 2
   /// `usage --check`: the disk holding the data is critically low on space.
   static let diskCritical: Int32 = 3
+  /// `check` found problems, or `index verify` found a hot query that scans.
+  static let findings: Int32 = 4
+  /// `check`: a file could not be checked (locked, unreadable, missing; with `--all`, also damaged).
+  static let couldNotCheck: Int32 = 5
 
   static func code(for kind: StoreError.Kind) -> Int32 {
     switch kind {

@@ -7,7 +7,7 @@ let chatdbVersion = "0.1.0"
 let root = Command(
   name: "chatdb",
   abstract: "Storage management and maintenance for per-user chat databases (chats-<userId>.db).",
-  subcommands: [MigrateCommand.command, GenerateCommand.command, ImportCommand.command, ExportCommand.command, UsageCommand.command, EvictCommand.command]
+  subcommands: [MigrateCommand.command, GenerateCommand.command, ImportCommand.command, ExportCommand.command, UsageCommand.command, EvictCommand.command, IndexCommand.command, CheckCommand.command, VacuumCommand.command]
 )
 
 // A reader that goes away (`chatdb export -o - | head`) must make write(2) fail with

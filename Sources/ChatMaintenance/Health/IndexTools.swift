@@ -1,0 +1,175 @@
+import ChatStore
+import Foundation
+
+/// One index of a file, or one the file's schema expects and lacks.
+public struct IndexEntry: Sendable, Hashable {
+  /// Whether the schema at the file's version expects the index.
+  public enum State: String, Sendable {
+    /// Expected and present.
+    case expected
+    /// Expected and absent (dropped by someone): `index apply` creates it.
+    case missing
+    /// Present but not in the schema (added by hand): `index apply --drop-unknown` drops it.
+    case unknown
+  }
+
+  public var name: String
+  public var table: String
+  /// Indexed columns in order; `<expr>` for an expression.
+  public var columns: [String]
+  /// Bytes of its b-tree (`dbstat`); 0 for a missing index.
+  public var bytes: Int64
+  public var state: State
+  /// The `CREATE INDEX` statement: the reference's for a missing index, the file's otherwise.
+  public var sql: String
+}
+
+/// One hot query's plan, as `index verify` prints it.
+public struct HotQueryCheck: Sendable, Hashable {
+  public var name: String
+  /// The `EXPLAIN QUERY PLAN` lines joined with `; `, or the error that stopped it.
+  public var plan: String
+  /// Protected tables the plan reads in full (`HotQuery.fullScans(in:)`).
+  public var scans: [String]
+  /// Set when the query could not be planned (for example an old schema lacks a column).
+  public var error: String?
+
+  /// Whether the plan is acceptable: planned, and no protected table read in full.
+  public var isOK: Bool { scans.isEmpty && error == nil }
+}
+
+/// What `ANALYZE` changed in `sqlite_stat1`.
+public struct AnalyzeReport: Sendable, Hashable {
+  /// Rows of `sqlite_stat1` before and after.
+  public var rowsBefore: Int
+  public var rowsAfter: Int
+  /// `table.index` whose statistics are new or changed.
+  public var changed: [String]
+}
+
+/// The index tools behind `chatdb index`: list, verify against the hot-query catalog,
+/// create what is missing, and refresh the planner's statistics.
+///
+/// ```swift
+/// let db = try Database(path: "chats-1.db")
+/// let failing = try IndexTools.verify(db).filter { !$0.isOK }
+/// try IndexTools.apply(IndexTools.repairStatements(db), to: db)
+/// ```
+/// See <https://sqlite.org/eqp.html> and <https://sqlite.org/lang_analyze.html>.
+public enum IndexTools {
+  // MARK: - List
+
+  /// Every index in the file and every expected one it lacks, by table then name.
+  public static func list(_ db: Database) throws -> [IndexEntry] {
+    let version = try SchemaReference.status(of: db).version
+    let reference = try SchemaReference.database(version: version)
+    let expected = try indexes(in: reference)
+    let present = try indexes(in: db)
+    let sizes = try indexSizes(db)
+    var entries: [IndexEntry] = present.map { index in
+      var entry = index
+      entry.bytes = sizes[index.name] ?? 0
+      entry.state = expected.contains { $0.name == index.name } ? .expected : .unknown
+      return entry
+    }
+    for index in expected where !present.contains(where: { $0.name == index.name }) {
+      var entry = index
+      entry.state = .missing
+      entries.append(entry)
+    }
+    return entries.sorted { ($0.table, $0.name) < ($1.table, $1.name) }
+  }
+
+  /// The explicit indexes of `db` (SQLite's automatic ones have no SQL and are left out).
+  static func indexes(in db: Database) throws -> [IndexEntry] {
+    let rows = try db.query(
+      "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ) { ($0.string(0), $0.string(1), $0.string(2)) }
+    return try rows.map { name, table, sql in
+      let columns = try db.query("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [name]) { $0.optionalString(0) ?? "<expr>" }
+      return IndexEntry(name: name, table: table, columns: columns, bytes: 0, state: .expected, sql: sql)
+    }
+  }
+
+  /// Bytes per b-tree from `dbstat`; empty when this SQLite lacks it.
+  static func indexSizes(_ db: Database) throws -> [String: Int64] {
+    var sizes: [String: Int64] = [:]
+    do {
+      try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { sizes[$0.string(0)] = $0.int64(1) }
+    } catch let error as SQLiteError where !error.isCorruptOrNotADatabase && !error.isBusy {
+      return [:]
+    }
+    return sizes
+  }
+
+  // MARK: - Verify
+
+  /// Plans every query of `HotQuery.all` on `db`.
+  public static func verify(_ db: Database, queries: [HotQuery] = HotQuery.all) -> [HotQueryCheck] {
+    queries.map { query in
+      do {
+        let plan = try query.plan(in: db)
+        return HotQueryCheck(name: query.name, plan: plan.joined(separator: "; "), scans: try query.fullScans(in: db), error: nil)
+      } catch {
+        let reason = (error as? SQLiteError)?.message ?? String(describing: error)
+        return HotQueryCheck(name: query.name, plan: "", scans: [], error: reason)
+      }
+    }
+  }
+
+  // MARK: - Apply
+
+  /// The SQL that brings the file's indexes to the schema: `CREATE INDEX` for each
+  /// missing one (the reference's own statement) and, with `dropUnknown`, `DROP INDEX`
+  /// for each one the schema does not expect.
+  public static func repairStatements(_ db: Database, dropUnknown: Bool = false) throws -> [String] {
+    let entries = try list(db)
+    var statements = entries.filter { $0.state == .missing }.map(\.sql)
+    if dropUnknown {
+      statements += entries.filter { $0.state == .unknown }.map { "DROP INDEX \"\($0.name.replacingOccurrences(of: "\"", with: "\"\""))\"" }
+    }
+    return statements
+  }
+
+  /// Runs `statements` in one `IMMEDIATE` transaction: all of them, or none.
+  /// `progress` is called after each with (done, total).
+  public static func apply(_ statements: [String], to db: Database, progress: (Int, Int) -> Void = { _, _ in }) throws {
+    guard !statements.isEmpty else { return }
+    do {
+      try db.inTransaction(.immediate) { db in
+        for (index, sql) in statements.enumerated() {
+          try db.execute(sql)
+          progress(index + 1, statements.count)
+        }
+        return .commit
+      }
+    } catch {
+      throw StoreError.from(error, path: db.path, doing: "change the indexes of")
+    }
+  }
+
+  // MARK: - Analyze
+
+  /// Runs `ANALYZE` and reports which statistics rows of `sqlite_stat1` it added or changed.
+  public static func analyze(_ db: Database) throws -> AnalyzeReport {
+    let before = try stat1(db)
+    do {
+      try db.execute("ANALYZE")
+    } catch {
+      throw StoreError.from(error, path: db.path, doing: "analyze")
+    }
+    let after = try stat1(db)
+    let changed = after.keys.filter { before[$0] != after[$0] }.sorted()
+    return AnalyzeReport(rowsBefore: before.count, rowsAfter: after.count, changed: changed)
+  }
+
+  /// `table.index` → stat text of `sqlite_stat1`; empty when the table does not exist yet.
+  static func stat1(_ db: Database) throws -> [String: String] {
+    guard try db.int64("SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_stat1'") == 1 else { return [:] }
+    var rows: [String: String] = [:]
+    try db.prepare("SELECT tbl, idx, stat FROM sqlite_stat1").forEachRow {
+      rows[$0.string(0) + "." + ($0.optionalString(1) ?? "")] = $0.optionalString(2) ?? ""
+    }
+    return rows
+  }
+}

@@ -1,0 +1,71 @@
+import ChatStore
+import Foundation
+
+/// What a `VACUUM` did, in file sizes measured before and after (not estimates).
+public struct VacuumReport: Sendable, Hashable {
+  public var path: String
+  /// The new file written by `VACUUM INTO`, if that was asked for.
+  public var into: String?
+  /// The database with its `-wal`, before.
+  public var bytesBefore: Int64
+  /// The rebuilt file (the original, or the `--into` copy), after.
+  public var bytesAfter: Int64
+}
+
+/// Rebuilds a database file without its free pages: `VACUUM`, or `VACUUM INTO` a new
+/// file, after checking there is room for a full copy.
+///
+/// ```swift
+/// let report = try DatabaseVacuum.run(path: "chats-1.db")
+/// print(report.bytesBefore - report.bytesAfter, "bytes freed")
+/// ```
+/// See <https://sqlite.org/lang_vacuum.html>.
+public enum DatabaseVacuum {
+  /// Room kept free beyond the copy itself, in bytes.
+  public static let margin: Int64 = 8 << 20
+
+  /// The folder SQLite writes its temporary files to (`SQLITE_TMPDIR`, `TMPDIR`, else `/tmp`).
+  /// See <https://sqlite.org/tempfiles.html#temporary_file_storage_locations>.
+  public static func temporaryFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    for key in ["SQLITE_TMPDIR", "TMPDIR"] {
+      if let value = environment[key], !value.isEmpty { return value }
+    }
+    return "/tmp"
+  }
+
+  /// Vacuums the file at `path`, or copies it compacted to `into`.
+  ///
+  /// Refuses (`.diskSpace`) unless the file's folder (or `into`'s) and the temporary
+  /// folder each have the file's size plus a margin free; refuses an existing `into`.
+  public static func run(path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of) throws -> VacuumReport {
+    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
+    if let into, FileSystem.exists(into) {
+      throw StoreError(.badInput, "\(into) already exists; VACUUM INTO writes a new file", path: into)
+    }
+    let before = FileSystem.databaseSize(atPath: path)
+    let needed = before + margin
+    let target = into ?? path
+    let folder = (target as NSString).deletingLastPathComponent
+    for place in [folder.isEmpty ? "." : folder, temporaryFolder()] {
+      let space = try diskSpace(place)
+      if space.available < needed {
+        throw StoreError(
+          .diskSpace, "\(path): vacuum needs about \(needed) bytes free in \(place) for a full copy, only \(space.available) available",
+          path: path)
+      }
+    }
+    do {
+      let db = try Database(path: path)
+      if let into {
+        try db.execute("VACUUM INTO ?", [into])
+        _ = chmod(into, 0o600)
+      } else {
+        try db.execute("VACUUM")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+      }
+    } catch {
+      throw StoreError.from(error, path: path, doing: "vacuum")
+    }
+    return VacuumReport(path: path, into: into, bytesBefore: before, bytesAfter: FileSystem.databaseSize(atPath: into ?? path))
+  }
+}

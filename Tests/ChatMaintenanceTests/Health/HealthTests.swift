@@ -1,0 +1,267 @@
+import ChatMaintenance
+import ChatStore
+import Foundation
+import Testing
+
+/// Library-level tests of the index tools, `check` and vacuum on generated files.
+@Suite struct Health {
+  /// A closed, generated `chats-1.db` (3,000 messages, a few outbox requests) in a fresh folder.
+  static func generatedFile() throws -> (HistoryFolder, String) {
+    let folder = try HistoryFolder()
+    do {
+      let db = try folder.database()
+      try fill(db)
+    }
+    return (folder, folder.file("chats-1.db"))
+  }
+
+  static func names(_ checks: [HotQueryCheck]) -> Set<String> { Set(checks.filter { !$0.isOK }.map(\.name)) }
+
+  @Suite struct Indexes {
+    @Test func verifyPassesDropFailsApplyRestores() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+
+      try db.execute("DROP INDEX Messages_by_conversation")
+      let failing = Health.names(IndexTools.verify(db))
+      #expect(failing.contains(HotQuery.messagesBefore.name))
+      #expect(failing.contains(HotQuery.messagesAfter.name))
+      #expect(IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.scans == ["Messages"] })
+
+      let statements = try IndexTools.repairStatements(db)
+      #expect(statements == ["CREATE INDEX Messages_by_conversation ON Messages (conversation_id, id)"])
+      try IndexTools.apply(statements, to: db)
+      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(try IndexTools.repairStatements(db, dropUnknown: true).isEmpty)
+    }
+
+    @Test func listShowsExpectedMissingAndUnknown() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      try db.execute("DROP INDEX Messages_by_created_at")
+      try db.execute("CREATE INDEX Users_by_name ON Users (name)")
+      let entries = try IndexTools.list(db)
+      let state = Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.state) })
+      #expect(state["Messages_by_conversation"] == .expected)
+      #expect(state["Messages_by_created_at"] == .missing)
+      #expect(state["Users_by_name"] == .unknown)
+      let conversation = try #require(entries.first { $0.name == "Messages_by_conversation" })
+      #expect(conversation.columns == ["conversation_id", "id"])
+      #expect(conversation.table == "Messages")
+      #expect(conversation.bytes > 0)
+
+      try IndexTools.apply(try IndexTools.repairStatements(db, dropUnknown: true), to: db)
+      #expect(try IndexTools.list(db).allSatisfy { $0.state == .expected })
+    }
+
+    @Test func analyzeReportsNewStatistics() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      let report = try IndexTools.analyze(db)
+      #expect(report.rowsBefore == 0)
+      #expect(report.rowsAfter > 0)
+      #expect(report.changed.contains("Messages.Messages_by_conversation"))
+      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(HealthCheck().check(path: path).isClean)
+    }
+  }
+
+  @Suite struct Check {
+    @Test func generatedFileIsClean() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let report = HealthCheck(full: true).check(path: path)
+      #expect(report.outcome == .checked)
+      #expect(report.findings == [])
+      #expect(report.version == Migration.shipped.count)
+    }
+
+    /// One injected fault and the check that must report it.
+    struct Fault: Sendable, CustomStringConvertible {
+      var description: String
+      var sql: String
+      var check: String
+      var count: Int64
+    }
+
+    static let newestMessage = "(SELECT max(id) FROM Messages)"
+    static let firstRequest = "(SELECT min(request_id) FROM MessageRequests)"
+
+    static let faults: [Fault] = [
+      Fault(
+        description: "bad message status", sql: "UPDATE Messages SET status = 'SENDING' WHERE id = \(newestMessage)",
+        check: "message-status", count: 1),
+      Fault(
+        description: "bad request status", sql: "UPDATE MessageRequests SET status = 'LOST' WHERE request_id = \(firstRequest)",
+        check: "request-status", count: 1),
+      Fault(
+        description: "SENT without last_sent_at",
+        sql: "UPDATE MessageRequests SET status = 'SENT', last_sent_at = NULL WHERE request_id = \(firstRequest)",
+        check: "request-sent-without-time", count: 1),
+      Fault(
+        description: "negative fail_count", sql: "UPDATE MessageRequests SET fail_count = -1 WHERE request_id = \(firstRequest)",
+        check: "request-negative-fail-count", count: 1),
+      Fault(
+        description: "id/created_at mismatch",
+        sql: "UPDATE Messages SET created_at = '2001-01-01T00:00:00.000Z' WHERE id IN (SELECT id FROM Messages ORDER BY id LIMIT 2)",
+        check: "message-id-time", count: 2),
+      Fault(description: "extra table", sql: "CREATE TABLE Scratch (x)", check: "schema-extra", count: 1),
+      Fault(description: "missing index", sql: "DROP INDEX Messages_by_conversation", check: "schema-missing", count: 1),
+      Fault(
+        description: "changed index", sql: "DROP INDEX Messages_by_created_at; CREATE INDEX Messages_by_created_at ON Messages (created_at DESC)",
+        check: "schema-different", count: 1),
+      Fault(description: "extra column", sql: "ALTER TABLE Users ADD COLUMN nickname TEXT", check: "schema-different", count: 1),
+      Fault(
+        description: "drifted checksum", sql: "UPDATE chatdb_migrations SET checksum = 'deadbeef' WHERE version = 2",
+        check: "migration-drift", count: 1),
+      Fault(
+        description: "orphan message",
+        sql: """
+          PRAGMA foreign_keys = OFF;
+          UPDATE Messages SET conversation_id = 999999 WHERE id = \(newestMessage)
+          """,
+        check: "orphan-messages", count: 1),
+      Fault(
+        description: "foreign key violation",
+        sql: """
+          PRAGMA foreign_keys = OFF;
+          UPDATE MessageRequests SET to_user_id = 888888 WHERE request_id = \(firstRequest)
+          """,
+        check: "foreign-keys", count: 1),
+    ]
+
+    @Test(arguments: faults)
+    func reportsInjectedFault(_ fault: Fault) throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      do {
+        let db = try Database(path: path)
+        try db.execute(fault.sql)
+      }
+      let report = HealthCheck().check(path: path)
+      #expect(report.outcome == .checked)
+      let finding = try #require(report.findings.first { $0.check == fault.check }, "\(report.findings)")
+      #expect(finding.count == fault.count)
+    }
+
+    @Test func notSQLiteIsDamaged() throws {
+      let folder = try HistoryFolder()
+      var generator = SystemRandomNumberGenerator()
+      let path = try folder.write("chats-9.db", (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
+      guard case .damaged(let reason) = HealthCheck().check(path: path).outcome else {
+        Issue.record("random bytes not reported as damaged")
+        return
+      }
+      #expect(reason.contains(path))
+    }
+
+    @Test func truncatedFileIsDamaged() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let size = try #require(FileSystem.size(atPath: path))
+      #expect(truncate(path, off_t(size / 2)) == 0)
+      guard case .damaged(let reason) = HealthCheck().check(path: path).outcome else {
+        Issue.record("a file truncated to half is not reported as damaged")
+        return
+      }
+      #expect(reason.contains(path))
+    }
+
+    @Test func corruptedMessagesPageIsDamaged() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let (page, pageSize): (Int64, Int64)
+      do {
+        let db = try Database(path: path, mode: .readOnly)
+        // A leaf page of the Messages b-tree well inside the file.
+        page = try #require(try db.int64("SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
+        pageSize = try #require(try db.int64("PRAGMA page_size"))
+      }
+      #expect(page >= 5)
+      #expect(!FileSystem.exists(path + "-wal") || FileSystem.size(atPath: path + "-wal") == 0)
+      let handle = try #require(FileHandle(forUpdatingAtPath: path))
+      try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+      try handle.write(contentsOf: Data((0..<Int(pageSize)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
+      try handle.close()
+
+      guard case .damaged(let reason) = HealthCheck().check(path: path).outcome else {
+        Issue.record("a garbage page in Messages is not reported as damaged")
+        return
+      }
+      #expect(reason.contains(path))
+    }
+
+    @Test func missingFileIsNotChecked() throws {
+      let folder = try HistoryFolder()
+      let report = HealthCheck().check(path: folder.file("chats-5.db"))
+      guard case .failed(let kind, _) = report.outcome else {
+        Issue.record("missing file: \(report.outcome)")
+        return
+      }
+      #expect(kind == .notFound)
+    }
+
+    @Test func schemaComparisonIgnoresWhitespace() {
+      #expect(
+        SchemaReference.normalise("CREATE INDEX  a ON t (\n  x,\n  y\n)") == SchemaReference.normalise("CREATE INDEX a ON t (x, y)"))
+      #expect(SchemaReference.normalise("CREATE INDEX a ON t (x)") != SchemaReference.normalise("CREATE INDEX a ON t (y)"))
+    }
+
+    @Test(arguments: 1...Migration.shipped.count)
+    func freshFileAtEachVersionMatchesItsReference(version: Int) throws {
+      let folder = try HistoryFolder()
+      let path = folder.file("chats-1.db")
+      _ = try Migrator().migrate(fileAt: path, to: version, owner: 1)
+      let report = HealthCheck().check(path: path)
+      #expect(report.version == version)
+      #expect(report.findings.filter { $0.check.hasPrefix("schema") || $0.check == "migration-drift" } == [])
+    }
+  }
+
+  @Suite struct Vacuuming {
+    @Test func vacuumShrinksAfterDeletes() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      do {
+        let db = try Database(path: path)
+        try db.execute("DELETE FROM Messages WHERE id % 2 = 0")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+      }
+      let report = try DatabaseVacuum.run(path: path)
+      #expect(report.bytesAfter < report.bytesBefore)
+      #expect(report.bytesAfter == FileSystem.databaseSize(atPath: path))
+      #expect(HealthCheck().check(path: path).isClean)
+    }
+
+    @Test func vacuumIntoWritesACompactCopy() throws {
+      let (folder, path) = try Health.generatedFile()
+      let copy = folder.file("copy.db")
+      let report = try DatabaseVacuum.run(path: path, into: copy)
+      #expect(report.into == copy)
+      #expect(FileSystem.exists(copy))
+      #expect(report.bytesAfter == FileSystem.databaseSize(atPath: copy))
+      #expect(FileSystem.permissions(atPath: copy) == 0o600)
+      let a = try contents(try Database(path: path, mode: .readOnly))
+      let b = try contents(try Database(path: copy, mode: .readOnly))
+      #expect(a == b)
+      #expect(throws: StoreError.self) { try DatabaseVacuum.run(path: path, into: copy) }
+    }
+
+    @Test func vacuumRefusesWithoutRoomForACopy() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let before = FileSystem.databaseSize(atPath: path)
+      do {
+        _ = try DatabaseVacuum.run(path: path, diskSpace: { _ in DiskSpace(available: 1 << 20, total: 1 << 30) })
+        Issue.record("vacuum ran without room for its copy")
+      } catch let error as StoreError {
+        #expect(error.kind == .diskSpace)
+      }
+      #expect(FileSystem.databaseSize(atPath: path) == before)
+    }
+  }
+}
