@@ -150,11 +150,13 @@ public enum IndexTools {
 
   // MARK: - Analyze
 
-  /// Runs `ANALYZE` and reports which statistics rows of `sqlite_stat1` it added or changed.
+  /// Runs `ANALYZE`, then `PRAGMA optimize`, and reports which statistics rows of
+  /// `sqlite_stat1` were added or changed. See <https://sqlite.org/pragma.html#pragma_optimize>.
   public static func analyze(_ db: Database) throws -> AnalyzeReport {
     let before = try stat1(db)
     do {
       try db.execute("ANALYZE")
+      try db.execute("PRAGMA optimize")
     } catch {
       throw StoreError.from(error, path: db.path, doing: "analyze")
     }
