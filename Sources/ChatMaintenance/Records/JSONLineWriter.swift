@@ -97,22 +97,42 @@ public struct JSONLineWriter {
 
   // MARK: - Scalars
 
-  private mutating func appendInteger(_ value: Int64) {
-    if value == 0 {
-      buffer.append(UInt8(ascii: "0"))
-      return
+  /// "00", "01", … "99": two digits per division when formatting integers.
+  private static let digitPairs: [UInt8] = {
+    var pairs: [UInt8] = []
+    for n in 0..<100 {
+      pairs.append(UInt8(48 + n / 10))
+      pairs.append(UInt8(48 + n % 10))
     }
+    return pairs
+  }()
+
+  private mutating func appendInteger(_ value: Int64) {
     var magnitude = value.magnitude
-    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, no heap
-    var count = 0
+    // Room for 20 digits on the stack, filled from the end.
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
     withUnsafeMutableBytes(of: &digits) { raw in
-      while magnitude > 0 {
-        raw[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-        magnitude /= 10
-        count += 1
+      var at = 24
+      Self.digitPairs.withUnsafeBufferPointer { pairs in
+        while magnitude >= 100 {
+          let pair = Int(magnitude % 100) * 2
+          magnitude /= 100
+          at -= 2
+          raw[at] = pairs[pair]
+          raw[at + 1] = pairs[pair + 1]
+        }
+        if magnitude >= 10 {
+          let pair = Int(magnitude) * 2
+          at -= 2
+          raw[at] = pairs[pair]
+          raw[at + 1] = pairs[pair + 1]
+        } else {
+          at -= 1
+          raw[at] = UInt8(48 + magnitude)
+        }
       }
       if value < 0 { buffer.append(UInt8(ascii: "-")) }
-      for i in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[i]) }
+      buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[at..<24]))
     }
   }
 

@@ -291,3 +291,14 @@ import Testing
     }
   }
 }
+
+@Suite struct JSONIntegerTests {
+  @Test(arguments: [0, 1, 9, 10, 99, 100, 101, 12_345, -1, -10, -100, Int64.max, Int64.min, 111_400_000_000_000_000] as [Int64])
+  func integersAreWrittenExactly(value: Int64) {
+    var writer = JSONLineWriter()
+    writer.begin(type: "trailer")
+    writer.field("users", value)
+    writer.end()
+    #expect(String(decoding: writer.buffer, as: UTF8.self) == "{\"type\":\"trailer\",\"users\":\(value)}\n")
+  }
+}
