@@ -35,3 +35,14 @@ enum ChatExitCode {
 extension StoreError: ExitCodeProviding {
   public var exitCode: Int32 { ChatExitCode.code(for: kind) }
 }
+
+/// A SQLite error that reached a command without a file to name still gets a code
+/// from the table (locked 75, damaged 65, disk full 13, otherwise a failed write 14).
+extension SQLiteError: ExitCodeProviding {
+  public var exitCode: Int32 {
+    if isBusy { return ChatExitCode.code(for: .busy) }
+    if isCorruptOrNotADatabase { return ChatExitCode.code(for: .notADatabase) }
+    if isDiskFull { return ChatExitCode.code(for: .diskSpace) }
+    return ChatExitCode.code(for: .writeFailed)
+  }
+}

@@ -44,7 +44,12 @@ enum ExportCommand {
 
     guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such database", path: path) }
     let db: Database
-    do { db = try Database(path: path, mode: .readOnly) } catch { throw StoreError.from(error, path: path, doing: "open") }
+    do {
+      db = try Database(path: path, mode: .readOnly)
+      try Migrator.requireLatest(db, for: "export")
+    } catch {
+      throw StoreError.from(error, path: path, doing: "open")
+    }
     let resolvedOwner = try owner ?? db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
     guard let resolvedOwner else {
       throw StoreError(.badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)

@@ -32,7 +32,7 @@ enum GenerateCommand {
   )
 
   static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    let fleet = try arguments.value("--users", as: StoreOptions.count)
+    let fleet = try arguments.value("--users", as: upTo(100_000))
     let dataDirectory = arguments.value("--data-dir") ?? StoreLocation.defaultDataDirectory()
     let ndjson = try arguments.value("--format") { text -> Bool? in
       guard text == "ndjson" else { throw InvalidValue("the only format is 'ndjson'") }
@@ -58,12 +58,12 @@ enum GenerateCommand {
     }
 
     var base = HistoryGenerator.Options(owner: 1, contacts: 200, messages: 10_000, seed: 42)
-    if let n = try arguments.value("--contacts", as: StoreOptions.count) { base.contacts = n }
-    if let n = try arguments.value("--messages", as: StoreOptions.count) { base.messages = n }
+    if let n = try arguments.value("--contacts", as: upTo(1_000_000)) { base.contacts = n }
+    if let n = try arguments.value("--messages", as: upTo(1_000_000_000)) { base.messages = n }
     if let n = try arguments.value("--seed", as: { UInt64($0) }) { base.seed = n }
-    if let n = try arguments.value("--days", as: StoreOptions.count) { base.days = max(1, n) }
-    if let n = try arguments.value("--pending", as: StoreOptions.count) { base.pending = n }
-    if let n = try arguments.value("--failed", as: StoreOptions.count) { base.failed = n }
+    if let n = try arguments.value("--days", as: upTo(36_500)) { base.days = max(1, n) }
+    if let n = try arguments.value("--pending", as: upTo(1_000_000)) { base.pending = n }
+    if let n = try arguments.value("--failed", as: upTo(1_000_000)) { base.failed = n }
     if let end = try arguments.value("--end", as: StoreOptions.time), let ms = Timestamp.milliseconds(from: end) { base.end = ms }
     var importOptions = HistoryImporter.Options()
     importOptions.batchSize = try arguments.value("--batch-size") { try StoreOptions.count($0).flatMap { $0 > 0 ? $0 : nil } }
@@ -99,7 +99,7 @@ enum GenerateCommand {
           ]))
       } else {
         let generator = generator(owner: target.owner ?? 1)
-        let output = arguments.value("--output")
+        let output = arguments.value("--output").flatMap { $0 == "-" ? nil : $0 }
         let file = try output.map { try OutputFile(path: $0) }
         let fd = file?.fileDescriptor ?? 1
         let name = output ?? "<stdout>"
@@ -122,7 +122,7 @@ enum GenerateCommand {
     }
     progress.finish()
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-    let toStdout = ndjson && arguments.value("--output") == nil
+    let toStdout = ndjson && (arguments.value("--output") ?? "-") == "-"
     let report =
       json
       ? JSONValue.object([
@@ -132,5 +132,16 @@ enum GenerateCommand {
       : "Generated \(done) records for \(targets.count) user(s) in \(String(format: "%.2f", seconds)) s (seed \(base.seed))"
     if toStdout { TextOutput.standardError.writeLine(report) } else { print(report) }
     return ChatExitCode.success
+  }
+}
+
+/// A count parser with an upper bound (generated histories beyond it would not fit a
+/// device, and the arithmetic must not overflow).
+private func upTo(_ limit: Int) -> (String) throws -> Int? {
+  { text in
+    guard let n = try StoreOptions.count(text), n <= limit else {
+      throw InvalidValue("expected a whole number from 0 to \(limit)")
+    }
+    return n
   }
 }

@@ -38,6 +38,9 @@ enum ImportCommand {
     if rejectsPath != nil && !options.skipBadRecords {
       throw arguments.usageError("'--rejects <file>' needs '--skip-bad-records'")
     }
+    if let rejectsPath, sameFile(rejectsPath, input) || sameFile(rejectsPath, path) {
+      throw arguments.usageError("'--rejects <file>' must not be the input or the database")
+    }
     let json = arguments.flag("--json")
     let started = DispatchTime.now()
 
@@ -84,4 +87,12 @@ enum ImportCommand {
     }
     return ChatExitCode.success
   }
+}
+
+/// Whether two paths name the same existing file (device and inode), or the same path.
+private func sameFile(_ a: String, _ b: String) -> Bool {
+  var x = stat()
+  var y = stat()
+  if stat(a, &x) == 0 && stat(b, &y) == 0 { return x.st_dev == y.st_dev && x.st_ino == y.st_ino }
+  return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
 }

@@ -81,6 +81,7 @@ extension StoreOptions {
     }
     do {
       let db = try Database(path: path)
+      try Migrator.requireLatest(db, for: "writing records")
       let recorded = try db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
       guard let resolved = owner ?? recorded else {
         throw StoreError(.badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)

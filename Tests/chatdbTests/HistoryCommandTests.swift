@@ -106,3 +106,43 @@ func tableContents(_ path: String) throws -> [String] {
     #expect(run.stderr.contains("run 'chatdb migrate'"), "\(run.stderr)")
   }
 }
+
+@Suite struct HostileInputTests {
+  @Test func anOutputThatIsNotARegularFileIsRefusedNotReplaced() throws {
+    let folder = try TemporaryFolder()
+    #expect(try chatdb("migrate", "--data-dir", folder.path, "--user", "1").status == 0)
+    let target = folder.file("out")
+    try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+    let run = try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", target)
+    #expect(run.status == 74)
+    #expect(run.stderr.contains("is not a regular file"), "\(run.stderr)")
+    var isFolder: ObjCBool = false
+    #expect(FileManager.default.fileExists(atPath: target, isDirectory: &isFolder) && isFolder.boolValue)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.contains(".tmp-") })
+  }
+
+  @Test func aDanglingLinkInTheDataFolderIsNotFollowedOutOfIt() throws {
+    let folder = try TemporaryFolder()
+    let outside = folder.file("outside.db")
+    try FileManager.default.createDirectory(atPath: folder.file("data"), withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(atPath: folder.file("data/chats-8.db"), withDestinationPath: outside)
+    #expect(try chatdb("migrate", "--data-dir", folder.file("data"), "--all").status == 0)
+    #expect(!FileSystem.exists(outside))
+  }
+
+  @Test(arguments: [["--messages", "9223372036854775807"], ["--contacts", "100000000000"], ["--users", "9223372036854775807"], ["--pending", "4611686018427387904"]])
+  func absurdGeneratorSizesAreUsageErrors(arguments: [String]) throws {
+    let folder = try TemporaryFolder()
+    let run = try chatdb(["generate", "--data-dir", folder.path] + (arguments[0] == "--users" ? [] : ["--user", "1"]) + arguments)
+    #expect(run.status == 64, "\(run.stderr)")
+  }
+
+  @Test func rejectsMustNotOverwriteTheInput() throws {
+    let folder = try TemporaryFolder()
+    let input = folder.file("in.ndjson")
+    try #"{"type":"user","id":1,"name":"Me"}"#.write(toFile: input, atomically: true, encoding: .utf8)
+    let run = try chatdb("import", "--data-dir", folder.path, "--user", "1", "--skip-bad-records", "--rejects", input, input)
+    #expect(run.status == 64)
+    #expect(try String(contentsOfFile: input, encoding: .utf8).contains("Me"))
+  }
+}

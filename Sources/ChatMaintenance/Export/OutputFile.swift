@@ -17,10 +17,20 @@ public final class OutputFile {
   public let fileDescriptor: Int32
   private var committed = false
 
-  /// Creates `.<name>.tmp-<pid>` beside `path`.
+  /// Creates `.<name>.tmp-<pid>` beside `path`. A symbolic link is followed (the file
+  /// it names is replaced); anything there that is not a regular file (a folder, a
+  /// device such as /dev/null) is refused rather than replaced.
   public init(path: String) throws {
-    self.path = path
-    let url = URL(fileURLWithPath: path)
+    var target = path
+    var info = stat()
+    if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK {
+      target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+    }
+    if stat(target, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+      throw StoreError(.io, "\(path) exists and is not a regular file; refusing to replace it", path: path)
+    }
+    self.path = target
+    let url = URL(fileURLWithPath: target)
     temporaryPath = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())").path
     unlink(temporaryPath)
     let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -28,7 +38,7 @@ public final class OutputFile {
       let code = errno
       throw StoreError(
         code == ENOENT ? .notFound : code == EACCES ? .permission : .io,
-        "cannot create \(path): \(String(cString: strerror(code)))", path: path)
+        "cannot create \(target): \(String(cString: strerror(code)))", path: target)
     }
     fileDescriptor = fd
   }

@@ -39,6 +39,13 @@ public enum DatabaseVacuum {
   /// folder each have the file's size plus a margin free; refuses an existing `into`.
   public static func run(path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of) throws -> VacuumReport {
     guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
+    if let into {
+      let source = URL(fileURLWithPath: path).standardizedFileURL.path
+      let target = URL(fileURLWithPath: into).standardizedFileURL.path
+      if ["", "-wal", "-shm", "-journal"].contains(where: { source + $0 == target }) {
+        throw StoreError(.badInput, "\(into) is the database or one of its companion files; VACUUM INTO needs a new file", path: into)
+      }
+    }
     if let into, FileSystem.exists(into) {
       throw StoreError(.badInput, "\(into) already exists; VACUUM INTO writes a new file", path: into)
     }

@@ -214,6 +214,10 @@ public final class HistoryImporter {
         throw fail("\(source.name):\(error.line ?? lines.lineNumber): \(error)", .badInput)
       }
       if let error = error as? StoreError { throw fail(error.message, error.kind) }
+      if let error = error as? SQLiteError {
+        let store = StoreError.from(error, path: db.path, doing: "import into")
+        throw fail(store.message, store.kind)
+      }
       throw fail("\(source.name):\(lines.lineNumber): \(error)", .badInput)
     }
     if let rejects {
@@ -456,6 +460,12 @@ extension HistoryImporter {
       if hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header { header = try? parser.header() }
     }
     guard let header else { return Verification(isExport: false, records: nil, decodedBytes: nil, userID: nil) }
+    guard header.version <= HistoryHeader.currentVersion else {
+      throw StoreError(
+        .badInput,
+        "\(path):1: header: format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb",
+        path: path)
+    }
     var records: Int64 = 0
     var trailer: HistoryTrailer?
     while let _ = try lines.nextLine({ line -> Bool in

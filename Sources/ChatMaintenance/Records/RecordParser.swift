@@ -375,6 +375,9 @@ public final class RecordParser {
   private func parseNumber(_ s: inout Scanner) throws(RecordError) -> Value {
     let negative = s.current == UInt8(ascii: "-")
     if negative { s.i += 1 }
+    if !s.atEnd, s.current == 0x30, s.i + 1 < s.bytes.count, s.bytes[s.i + 1] >= 0x30 && s.bytes[s.i + 1] <= 0x39 {
+      throw RecordError("a number may not start with 0 (JSON)")
+    }
     var magnitude: UInt64 = 0
     var digits = 0
     var overflow = false

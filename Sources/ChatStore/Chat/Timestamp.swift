@@ -9,6 +9,8 @@ import Foundation
 public enum Timestamp {
   /// Milliseconds since 1970 as stored text.
   public static func string(milliseconds ms: Int64) -> String {
+    // Times outside years 1–9999 are clamped: they have no four-digit year.
+    let ms = min(max(ms, representable.lowerBound), representable.upperBound)
     var seconds = time_t(ms.floorDiv(1000))
     var parts = tm()
     gmtime_r(&seconds, &parts)
@@ -62,7 +64,7 @@ public enum Timestamp {
       return v
     }
     guard b.count >= 10, let year = number(0, 4), b[4] == 45, let month = number(5, 2), b[7] == 45,
-      let day = number(8, 2), (1...12).contains(month), (1...31).contains(day)
+      let day = number(8, 2), year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year)
     else { return nil }
     var hour = 0, minute = 0, second = 0, millis = 0
     if b.count > 10 {
@@ -80,13 +82,24 @@ public enum Timestamp {
           i += 1
         }
         guard digits > 0 else { return nil }
-        for _ in digits..<3 where digits < 3 { millis *= 10 }
+        if digits < 3 { for _ in digits..<3 { millis *= 10 } }
       }
       guard i == b.count - 1, b[i] == 90 else { return nil }
     }
     let days = daysFromCivil(year, month, day)
     return ((Int64(days) * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000 + Int64(millis)
   }
+
+  static func daysIn(month: Int, year: Int) -> Int {
+    switch month {
+    case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+    case 4, 6, 9, 11: 30
+    default: 31
+    }
+  }
+
+  /// The earliest and latest times the text form can hold (years 0001 to 9999).
+  public static let representable: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
 
   /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
   static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Where a user's chat database lives: `<dataDir>/chats-<userId>.db`.
 ///
 /// The data folder comes from `--data-dir`, else `CHATDB_DATA_DIR`, else
@@ -57,5 +61,16 @@ public enum StoreLocation {
     return names.compactMap { name in userID(fromFileName: name).map { ($0, name) } }
       .sorted { $0.0 < $1.0 }
       .map { (dataDirectory as NSString).appendingPathComponent($0.1) }
+      .filter(isFileOrFolder)
+  }
+
+  /// Keeps regular files and folders (a folder is reported as not a database);
+  /// leaves out dangling links, which a write would create outside the data folder,
+  /// and pipes or devices, whose open would block or write elsewhere.
+  private static func isFileOrFolder(_ path: String) -> Bool {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return false }
+    let type = info.st_mode & S_IFMT
+    return type == S_IFREG || type == S_IFDIR
   }
 }
