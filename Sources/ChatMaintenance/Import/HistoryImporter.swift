@@ -292,6 +292,9 @@ public final class HistoryImporter {
       guard m.fromUserID == owner || m.toUserID == owner else {
         throw RecordError("the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
       }
+      guard m.fromUserID != m.toUserID else {
+        throw RecordError("the message is from user \(m.fromUserID) to themselves; chats are between two users")
+      }
       try requireUser(m.fromUserID, "fromUserId")
       try requireUser(m.toUserID, "toUserId")
       if options.skipBadRecords {
@@ -306,6 +309,9 @@ public final class HistoryImporter {
       if try acknowledgedRequest.first([owner, r.requestID], { _ in true }) == true {
         summary.unchanged += 1
         return
+      }
+      guard r.toUserID != owner else {
+        throw RecordError("field 'toUserId': a request from user \(owner) cannot be addressed to themselves")
       }
       try requireUser(r.toUserID, "toUserId")
       try insertRequest.bind(r.requestID, at: 1)

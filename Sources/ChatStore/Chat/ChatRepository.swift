@@ -89,6 +89,9 @@ public final class ChatRepository {
   /// before in this file. It shows at once in the timeline and the conversation list.
   @discardableResult
   public func send(to recipient: Int64, content: String) throws -> MessageRequest {
+    guard recipient != ownerID else {
+      throw StoreError(.badInput, "user \(ownerID) cannot send a message to themselves", path: database.path)
+    }
     let at = timestamp
     return try database.write { db in
       guard
@@ -221,6 +224,9 @@ public final class ChatRepository {
   public func receive(_ message: Message) throws { try receive([message]) }
 
   private func store(_ message: Message, in db: Database) throws {
+    guard message.fromUserID != message.toUserID else {
+      throw StoreError(.badInput, "message \(message.id) is from user \(message.fromUserID) to themselves", path: db.path)
+    }
     guard message.fromUserID == ownerID || message.toUserID == ownerID else {
       throw StoreError(
         .badInput, "message \(message.id) is between users \(message.fromUserID) and \(message.toUserID), not with \(ownerID)",

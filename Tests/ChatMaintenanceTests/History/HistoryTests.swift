@@ -78,6 +78,8 @@ import Testing
     ("bad time", #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"yesterday"}"#, ":3: field 'createdAt': 'yesterday' is not an ISO 8601 time"),
     ("someone else's message", #"{"type":"message","id":5,"fromUserId":2,"toUserId":3,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: the message is between users 2 and 3"),
     ("unknown user", #"{"type":"message","id":5,"fromUserId":7,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'fromUserId': user 7 is not in the file"),
+    ("a message to oneself", #"{"type":"message","id":5,"fromUserId":1,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: the message is from user 1 to themselves"),
+    ("a request to oneself", #"{"type":"request","requestId":5,"toUserId":1,"content":"x","status":"PENDING","createdAt":"2026-01-01"}"#, ":3: field 'toUserId': a request from user 1 cannot be addressed to themselves"),
     ("unpaired surrogate", #"{"type":"user","id":3,"name":"\ud800"}"#, ":3: field 'name': an unpaired UTF-16 surrogate"),
     ("newer header", #"{"type":"header","format":"chatdb-history","version":2,"schemaVersion":3,"userId":1}"#, ":3: a header is only allowed on line 1"),
   ]
