@@ -10,12 +10,6 @@ enum Preflight {
   /// Refuses when the file system that will hold `path` has less than `bytes` (plus a
   /// margin) available to this user.
   static func requireSpace(_ bytes: Int64, toWrite path: String) throws {
-    let space = try DiskSpace.of(path)
-    if space.available < bytes + margin {
-      throw StoreError(
-        .diskSpace,
-        "\(path): needs about \(ByteCount.format(bytes + margin)) free, only \(ByteCount.format(space.available)) available",
-        path: path)
-    }
+    try DiskSpace.require(bytes + margin, in: path, for: path, to: "writing it")
   }
 }

@@ -27,10 +27,7 @@ public enum DatabaseVacuum {
   /// The folder SQLite writes its temporary files to (`SQLITE_TMPDIR`, `TMPDIR`, else `/tmp`).
   /// See <https://sqlite.org/tempfiles.html#temporary_file_storage_locations>.
   public static func temporaryFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-    for key in ["SQLITE_TMPDIR", "TMPDIR"] {
-      if let value = environment[key], !value.isEmpty { return value }
-    }
-    return "/tmp"
+    FileSystem.sqliteTemporaryDirectory(environment: environment)
   }
 
   /// Vacuums the file at `path`, or copies it compacted to `into`.
@@ -54,12 +51,7 @@ public enum DatabaseVacuum {
     let target = into ?? path
     let folder = (target as NSString).deletingLastPathComponent
     for place in [folder.isEmpty ? "." : folder, temporaryFolder()] {
-      let space = try diskSpace(place)
-      if space.available < needed {
-        throw StoreError(
-          .diskSpace, "\(path): vacuum needs about \(needed) bytes free in \(place) for a full copy, only \(space.available) available",
-          path: path)
-      }
+      try DiskSpace.require(needed, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
     }
     do {
       let db = try Database(path: path)

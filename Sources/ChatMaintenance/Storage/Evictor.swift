@@ -291,7 +291,7 @@ public final class Evictor {
       let pageSize = try db.int64("PRAGMA page_size") ?? 4096
       let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
       let folder = (db.path as NSString).deletingLastPathComponent
-      let temporary = options.temporaryDirectory ?? Self.sqliteTemporaryDirectory()
+      let temporary = options.temporaryDirectory ?? FileSystem.sqliteTemporaryDirectory()
       for place in [folder.isEmpty ? "." : folder, temporary] {
         let space = try DiskSpace.of(place)
         if space.available < needed {
@@ -311,14 +311,6 @@ public final class Evictor {
   }
 
   /// SQLite's choice of temporary folder on Unix.
-  static func sqliteTemporaryDirectory() -> String {
-    let environment = ProcessInfo.processInfo.environment
-    for candidate in [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp"] {
-      if let candidate, !candidate.isEmpty, FileSystem.exists(candidate) { return candidate }
-    }
-    return "."
-  }
-
   private func usedBytes() throws -> Int64 {
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
     return ((try db.int64("PRAGMA page_count") ?? 0) - (try db.int64("PRAGMA freelist_count") ?? 0)) * pageSize

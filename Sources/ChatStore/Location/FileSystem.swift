@@ -46,6 +46,18 @@ public enum FileSystem {
   /// Whether something exists at `path`.
   public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+  /// Where SQLite writes temporary files such as VACUUM's copy: the first of
+  /// `SQLITE_TMPDIR`, `TMPDIR`, /var/tmp, /usr/tmp and /tmp that exists, as SQLite's
+  /// unix VFS searches them. See <https://sqlite.org/tempfiles.html>.
+  public static func sqliteTemporaryDirectory(
+    environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> String {
+    for candidate in [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp"] {
+      if let candidate, !candidate.isEmpty, exists(candidate) { return candidate }
+    }
+    return "."
+  }
+
   /// A database file and its `-wal` and `-shm` companions, in bytes.
   public static func databaseSize(atPath path: String) -> Int64 {
     ["", "-wal", "-shm"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
@@ -75,6 +87,21 @@ public struct DiskSpace: Sendable, Equatable {
     guard statvfs(probe, &info) == 0 else { throw StoreError.posix(errno, path: probe, doing: "measure free space of") }
     return DiskSpace(
       available: Int64(info.f_bavail) * Int64(info.f_frsize), total: Int64(info.f_blocks) * Int64(info.f_frsize))
+  }
+}
+
+extension DiskSpace {
+  /// Throws `.diskSpace` (naming `path` and what the room is for) unless the file
+  /// system holding `place` has `bytes` available to this user.
+  public static func require(
+    _ bytes: Int64, in place: String, for path: String, to purpose: String, probe: DiskSpaceProbe = DiskSpace.of
+  ) throws {
+    let space = try probe(place)
+    guard space.available >= bytes else {
+      throw StoreError(
+        .diskSpace, "\(path): \(purpose) needs about \(bytes) bytes free in \(place), only \(space.available) available",
+        path: path)
+    }
   }
 }
 

@@ -292,13 +292,7 @@ public struct Migrator: Sendable {
 
   private func checkFreeSpace(for path: String, size: Int64, backup: Bool) throws {
     let needed = size * (backup ? 2 : 1) + Self.freeSpaceMargin
-    let space = try diskSpace(path)
-    if space.available < needed {
-      throw StoreError(
-        .diskSpace,
-        "\(path): migrating needs about \(needed) bytes free (backup and rewrite), only \(space.available) available",
-        path: path)
-    }
+    try DiskSpace.require(needed, in: path, for: path, to: backup ? "a backup and the rewrite" : "the rewrite", probe: diskSpace)
   }
 
   static func timestamp(_ date: Date = Date()) -> String {
