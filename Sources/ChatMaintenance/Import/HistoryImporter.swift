@@ -112,7 +112,7 @@ public final class HistoryImporter {
       """)
     advanceStatus = try database.prepare(
       """
-      UPDATE Messages SET status = ?2 WHERE id = ?1 AND \(Self.rank("?2")) > \(Self.rank("status"))
+      UPDATE Messages SET status = ?2 WHERE id = ?1 AND \(MessageStatus.rankSQL("?2")) > \(MessageStatus.rankSQL("status"))
       RETURNING 1
       """)
     messageExists = try database.prepare("SELECT 1 FROM Messages WHERE id = ?")
@@ -136,10 +136,6 @@ public final class HistoryImporter {
   private func requireUser(_ id: Int64, _ field: String) throws {
     guard !knownUsers.contains(id) else { return }
     throw RecordError("field '\(field)': user \(id) is not in the file (user records must come before their messages)")
-  }
-
-  static func rank(_ column: String) -> String {
-    "CASE \(column) WHEN 'SYNCED' THEN 0 WHEN 'DELIVERED' THEN 1 WHEN 'READ' THEN 2 ELSE -1 END"
   }
 
   /// Reads every line of `source` and imports it. `rejects` receives each rejected

@@ -252,7 +252,7 @@ public final class ChatRepository {
       INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
       ON CONFLICT (id) DO UPDATE SET
-        status = CASE WHEN \(Self.rankSQL("excluded.status")) > \(Self.rankSQL("Messages.status"))
+        status = CASE WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("Messages.status"))
           THEN excluded.status ELSE Messages.status END,
         request_id = coalesce(Messages.request_id, excluded.request_id)
       """,
@@ -260,10 +260,6 @@ public final class ChatRepository {
         message.id, message.fromUserID, message.toUserID, message.content, status.rawValue,
         message.createdAt, message.conversationID(owner: ownerID), message.requestID,
       ])
-  }
-
-  static func rankSQL(_ column: String) -> String {
-    "CASE \(column) WHEN 'SYNCED' THEN 0 WHEN 'DELIVERED' THEN 1 WHEN 'READ' THEN 2 ELSE -1 END"
   }
 
   // MARK: - Receipts
@@ -281,7 +277,7 @@ public final class ChatRepository {
           """
           INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)
           ON CONFLICT (message_id) DO UPDATE SET status = CASE
-            WHEN \(Self.rankSQL("excluded.status")) > \(Self.rankSQL("EarlyReceipts.status"))
+            WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("EarlyReceipts.status"))
             THEN excluded.status ELSE EarlyReceipts.status END
           """, [id, status.rawValue])
       }

@@ -34,6 +34,12 @@ public enum MessageStatus: String, CaseIterable, Comparable, Sendable {
 
   public static func < (lhs: MessageStatus, rhs: MessageStatus) -> Bool { lhs.rank < rhs.rank }
 
+  /// SQL ranking a status column or parameter (-1 for an unknown value), so an update
+  /// can move a status only forward: `WHERE rank(new) > rank(old)`.
+  public static func rankSQL(_ column: String) -> String {
+    "CASE \(column) WHEN 'SYNCED' THEN 0 WHEN 'DELIVERED' THEN 1 WHEN 'READ' THEN 2 ELSE -1 END"
+  }
+
   /// The statuses this one may replace (the ones before it), as SQL `IN (...)` text.
   var earlierStatusesSQL: String {
     let earlier = MessageStatus.allCases.filter { $0 < self }.map { "'\($0.rawValue)'" }
