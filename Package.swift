@@ -35,7 +35,7 @@ let package = Package(
     // MARK: - Core and features
     .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
-    .target(name: "ChatCLI"),
+    .target(name: "ChatCLI", dependencies: ["ChatStore"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),

@@ -15,6 +15,8 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     case notADatabase
     /// The file's schema is newer than this binary knows.
     case newerSchema
+    /// The file's schema is older than the work needs; `chatdb migrate` upgrades it.
+    case olderSchema
     /// An applied migration differs from the one shipped (checksum drift), or the
     /// file's schema is not one chatdb made.
     case schemaMismatch
@@ -22,6 +24,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     case badTarget
     /// A migration or other write failed and was rolled back.
     case writeFailed
+    /// Reading the file failed (an I/O or SQLite error that is not damage or a lock);
+    /// nothing was changed.
+    case readFailed
     /// Not enough free disk space to do the work safely.
     case diskSpace
     /// Another connection held the lock for longer than the busy timeout.
@@ -32,6 +37,8 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     case badInput
     /// Any other I/O failure.
     case io
+    /// A failure no other kind describes: a bug, reported instead of guessed at.
+    case internalError
   }
 
   public var kind: Kind
@@ -61,10 +68,16 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
   }
 
   /// Translates a SQLite error met while working on `path` into a store error.
-  public static func from(_ error: any Error, path: String, doing action: String) -> StoreError {
+  ///
+  /// `otherwise` is the kind of an error that is not damage, a lock, a full disk or a
+  /// file that cannot be opened: `.writeFailed` where the work writes (SQLite rolled the
+  /// transaction back), `.readFailed` where it only reads.
+  public static func from(
+    _ error: any Error, path: String, doing action: String, otherwise: Kind = .writeFailed
+  ) -> StoreError {
     if let error = error as? StoreError { return error }
     guard let sqlite = error as? SQLiteError else {
-      return StoreError(.io, "\(path): cannot \(action): \(error)", path: path)
+      return StoreError(.internalError, "\(path): cannot \(action): \(error)", path: path)
     }
     if sqlite.isCorruptOrNotADatabase {
       return StoreError(.notADatabase, "\(path) is not a SQLite database or is damaged (\(sqlite.message))", path: path)
@@ -75,7 +88,12 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     if sqlite.isDiskFull {
       return StoreError(.diskSpace, "\(path): disk full while trying to \(action)", path: path)
     }
-    let kind: Kind = sqlite.code == 14 /* SQLITE_CANTOPEN */ ? (FileSystem.exists(path) ? .permission : .notFound) : .writeFailed
+    let kind: Kind
+    switch sqlite.code {
+    case SQLiteError.ResultCode.cantOpen: kind = FileSystem.exists(path) ? .permission : .notFound
+    case SQLiteError.ResultCode.readOnly, SQLiteError.ResultCode.permission: kind = .permission
+    default: kind = otherwise
+    }
     return StoreError(kind, "\(path): cannot \(action): \(sqlite)", path: path)
   }
 }

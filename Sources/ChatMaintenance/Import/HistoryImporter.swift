@@ -414,12 +414,12 @@ public final class HistoryImporter {
     do {
       try statement.step()
       statement.reset()
-    } catch let error as SQLiteError where error.code == 19 /* SQLITE_CONSTRAINT */ {
+    } catch let error as SQLiteError where error.code == SQLiteError.ResultCode.constraint {
       statement.reset()
       switch error.extendedCode {
-      case 787:
+      case SQLiteError.ResultCode.constraintForeignKey:
         throw RecordError("refers to a user who is not in the file (user records must come before their messages)")
-      case 2067:
+      case SQLiteError.ResultCode.constraintUnique:
         throw RecordError("field 'requestId': already used by another message")
       default:
         throw RecordError("rejected by the database: \(error.message)")

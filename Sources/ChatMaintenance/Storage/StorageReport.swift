@@ -79,7 +79,7 @@ public struct StorageReport: Sendable {
     let path = db.path
     let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
     guard columns.contains("conversation_id") else {
-      throw StoreError(.schemaMismatch, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
+      throw StoreError(.olderSchema, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
     }
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
     let pageCount = try db.int64("PRAGMA page_count") ?? 0

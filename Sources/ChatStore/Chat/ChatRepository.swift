@@ -109,7 +109,7 @@ public final class ChatRepository {
           VALUES (?, ?, ?, 'PENDING', ?, ?, NULL, 0, ?, NULL)
           """,
           [requestID, recipient, content, at, at, at])
-      } catch let error as SQLiteError where error.extendedCode == 787 /* SQLITE_CONSTRAINT_FOREIGNKEY */ {
+      } catch let error as SQLiteError where error.extendedCode == SQLiteError.ResultCode.constraintForeignKey {
         throw StoreError(.badInput, "user \(recipient) is not a contact in \(db.path)", path: db.path)
       }
       return request

@@ -129,8 +129,10 @@ public struct Migrator: Sendable {
     let version = Int(try db.int64("PRAGMA user_version") ?? 0)
     guard version == latest else {
       throw StoreError(
-        version > latest ? .newerSchema : .schemaMismatch,
-        "\(db.path) is at schema version \(version), \(task) needs \(latest); run 'chatdb migrate' on it first",
+        version > latest ? .newerSchema : .olderSchema,
+        version > latest
+          ? "\(db.path) is at schema version \(version), newer than this chatdb knows (\(latest)); use a newer chatdb"
+          : "\(db.path) is at schema version \(version), \(task) needs \(latest); run 'chatdb migrate' on it first",
         path: db.path)
     }
   }

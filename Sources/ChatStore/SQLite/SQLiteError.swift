@@ -51,3 +51,31 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
   /// True for `SQLITE_FULL`: the disk is full.
   public var isDiskFull: Bool { code == SQLITE_FULL }
 }
+
+extension SQLiteError {
+  /// SQLite's result codes by name, so no code compares against a bare number.
+  /// See <https://sqlite.org/rescode.html>.
+  public enum ResultCode {
+    public static let busy = SQLITE_BUSY
+    public static let locked = SQLITE_LOCKED
+    public static let readOnly = SQLITE_READONLY
+    public static let ioError = SQLITE_IOERR
+    public static let corrupt = SQLITE_CORRUPT
+    public static let full = SQLITE_FULL
+    public static let cantOpen = SQLITE_CANTOPEN
+    public static let constraint = SQLITE_CONSTRAINT
+    public static let notADatabase = SQLITE_NOTADB
+    public static let permission = SQLITE_PERM
+    public static let range = SQLITE_RANGE
+    /// `SQLITE_CONSTRAINT_FOREIGNKEY` (787), an extended code.
+    public static let constraintForeignKey = SQLITE_CONSTRAINT | (3 << 8)
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY` (1555), an extended code.
+    public static let constraintPrimaryKey = SQLITE_CONSTRAINT | (6 << 8)
+    /// `SQLITE_CONSTRAINT_UNIQUE` (2067), an extended code.
+    public static let constraintUnique = SQLITE_CONSTRAINT | (8 << 8)
+    /// `SQLITE_CONSTRAINT_CHECK` (275), an extended code.
+    public static let constraintCheck = SQLITE_CONSTRAINT | (1 << 8)
+    /// `SQLITE_CONSTRAINT_NOTNULL` (1299), an extended code.
+    public static let constraintNotNull = SQLITE_CONSTRAINT | (5 << 8)
+  }
+}
