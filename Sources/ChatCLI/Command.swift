@@ -13,7 +13,8 @@ public struct Command: Sendable {
   /// Child commands.
   public var subcommands: [Command]
   /// The action; `nil` for a pure group, which prints its help when invoked without a subcommand.
-  public var run: (@Sendable (ParsedArguments) throws -> Int32)?
+  /// It reports through the context and throws what ends the command.
+  public var run: (@Sendable (ParsedArguments, CommandContext) throws -> Void)?
 
   /// Creates a command; every part but the name is optional.
   public init(
@@ -23,7 +24,7 @@ public struct Command: Sendable {
     arguments: [Argument] = [],
     options: [Option] = [],
     subcommands: [Command] = [],
-    run: (@Sendable (ParsedArguments) throws -> Int32)? = nil
+    run: (@Sendable (ParsedArguments, CommandContext) throws -> Void)? = nil
   ) {
     self.name = name
     self.abstract = abstract
@@ -32,6 +33,33 @@ public struct Command: Sendable {
     self.options = options
     self.subcommands = subcommands
     self.run = run
+  }
+
+  /// A runnable command from its type: the options are declared by running
+  /// `C.Options.init` in describing mode, and the action parses them (every conversion
+  /// and `validate()` error is a usage error) before calling `C.run`.
+  public init<C: ParsableCommand>(_ type: C.Type, subcommands: [Command] = []) {
+    var describing = OptionReader(mode: .describing)
+    _ = C.Options(&describing)
+    self.init(
+      name: C.name, abstract: C.abstract, discussion: C.discussion, arguments: describing.arguments,
+      options: describing.options, subcommands: subcommands
+    ) { parsed, context in
+      var reader = OptionReader(mode: .reading(parsed))
+      let options = C.Options(&reader)
+      if let message = reader.firstError { throw parsed.usageError(message) }
+      do {
+        try options.validate()
+        try C.run(options, in: context)
+      } catch let error as ValidationError {
+        throw parsed.usageError(error.description)
+      }
+    }
+  }
+
+  /// A command group: its help lists `subcommands`.
+  public static func group(name: String, abstract: String, discussion: String? = nil, subcommands: [Command]) -> Command {
+    Command(name: name, abstract: abstract, discussion: discussion, subcommands: subcommands)
   }
 
   /// Returns a copy where `shared` is appended to the options of every runnable command
@@ -60,13 +88,16 @@ public struct Option: Sendable {
   public var help: String
   /// Whether the usage line shows `...` (every occurrence is kept either way; `value` takes the last).
   public var isRepeatable: Bool
+  /// Whether the command refuses to run without it (shown without brackets in usage).
+  public var isRequired: Bool
 
   /// Creates an option from its parts.
-  public init(names: [String], valueName: String? = nil, help: String, isRepeatable: Bool = false) {
+  public init(names: [String], valueName: String? = nil, help: String, isRepeatable: Bool = false, isRequired: Bool = false) {
     self.names = names
     self.valueName = valueName
     self.help = help
     self.isRepeatable = isRepeatable
+    self.isRequired = isRequired
   }
 
   /// A flag (no value), e.g. `.flag("--dry-run", help: "...")`.
@@ -81,6 +112,8 @@ public struct Option: Sendable {
 
   /// The automatic `-h, --help` flag every command gets.
   public static let help = Option.flag("-h", "--help", help: "Show help information.")
+  /// The `--json` flag every runnable command gets from `CommandLineTool`.
+  public static let json = Option.flag("--json", help: "Print the result as JSON (the envelope described in the README).")
   /// The automatic `--version` flag of the root command.
   public static let version = Option.flag("--version", help: "Show the version.")
 
@@ -117,18 +150,34 @@ public struct Argument: Sendable {
   }
 }
 
-/// An error that chooses the process exit code `CommandLineTool.main` returns for it.
+/// An error that chooses its own row of the exit-code table (`ExitStatus`).
 public protocol ExitCodeProviding: Error {
-  /// The exit code to return.
+  /// The exit code to return; a code outside the table is reported as `internalError`.
   var exitCode: Int32 { get }
 }
 
-/// Common exit codes; executables define the rest.
-public enum ExitCode {
-  /// The command succeeded.
-  public static let success: Int32 = 0
-  /// Generic failure.
-  public static let failure: Int32 = 1
-  /// Command-line usage error (sysexits.h `EX_USAGE`).
-  public static let usage: Int32 = 64
+/// A command: its name and help, its options as one typed value, and its action.
+///
+/// ```swift
+/// enum VacuumCommand: ParsableCommand {
+///   static let name = "vacuum"
+///   static let abstract = "Rebuild a chat database without its free pages."
+///   struct Options: ParsableOptions { … }
+///   static func run(_ options: Options, in context: CommandContext) throws { … }
+/// }
+/// ```
+public protocol ParsableCommand {
+  associatedtype Options: ParsableOptions
+  /// The word that selects the command.
+  static var name: String { get }
+  /// One-line summary (OVERVIEW and the parent's SUBCOMMANDS list).
+  static var abstract: String { get }
+  /// Paragraphs shown after OVERVIEW.
+  static var discussion: String? { get }
+  /// Does the work; results and errors go through `context`, a thrown error ends the command.
+  static func run(_ options: Options, in context: CommandContext) throws
+}
+
+extension ParsableCommand {
+  public static var discussion: String? { nil }
 }

@@ -8,8 +8,9 @@ public struct CommandLineTool: Sendable {
   public let version: String
 
   /// Creates a tool for a command tree.
+  /// Every runnable command gets `--json`.
   public init(root: Command, version: String) {
-    self.root = root
+    self.root = root.addingOptions([Option.json])
     self.version = version
   }
 
@@ -21,30 +22,34 @@ public struct CommandLineTool: Sendable {
   }
 
   /// Parses `arguments` (WITHOUT argv[0]), prints help/version (stdout, 0) or a usage error
-  /// (stderr, 64) itself, else runs the leaf command and returns its exit code. An error thrown
-  /// by `run` is printed as `Error: <description>` on stderr and returns its `ExitCodeProviding`
-  /// code, else 1; a thrown `UsageError` is printed as a usage error and returns 64.
+  /// (stderr, 64) itself, else runs the leaf command with a `CommandContext` and returns the
+  /// exit status the context settled on. A thrown `UsageError` is printed as a usage error
+  /// (64); any other thrown error goes to `CommandContext.fail`, the one place an error
+  /// becomes an exit code.
   public func main(_ arguments: [String], stdout: TextOutput = .standardOutput, stderr: TextOutput = .standardError) -> Int32 {
     switch parse(arguments) {
     case .help(let text):
       stdout.write(text)
-      return ExitCode.success
+      return ExitStatus.success.rawValue
     case .version(let text):
       stdout.writeLine(text)
-      return ExitCode.success
+      return ExitStatus.success.rawValue
     case .usageError(let error):
       stderr.writeLine(error.description)
-      return ExitCode.usage
+      return ExitStatus.usage.rawValue
     case .run(let parsed):
+      let context = CommandContext(
+        commandPath: parsed.path.joined(separator: " "), json: parsed.flag(Option.json.primaryName), stdout: stdout,
+        stderr: stderr)
       do {
-        return try parsed.command.run?(parsed) ?? ExitCode.success
+        try parsed.command.run?(parsed, context)
       } catch let error as UsageError {
         stderr.writeLine(error.description)
-        return ExitCode.usage
+        return ExitStatus.usage.rawValue
       } catch {
-        stderr.writeLine("Error: " + (errorMessage(error) ?? String(describing: error)))
-        return (error as? any ExitCodeProviding)?.exitCode ?? ExitCode.failure
+        context.fail(error)
       }
+      return context.status.rawValue
     }
   }
 }

@@ -11,7 +11,6 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
   case diskLow = 2
   case diskCritical = 3
   case findings = 4
-  case couldNotCheck = 5
   case unplannable = 6
   case newerSchema = 10
   case schemaMismatch = 11
@@ -27,6 +26,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
   case io = 74
   case busy = 75
   case permission = 77
+  case brokenPipe = 141
 
   /// What the code means, as the README's table says it.
   public var meaning: String {
@@ -36,7 +36,6 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case .diskLow: "`usage --check`: the disk is low"
     case .diskCritical: "`usage --check`: the disk is critical"
     case .findings: "`check` found problems, or `index verify` found a hot query that scans"
-    case .couldNotCheck: "`check`: a file could not be checked (with `--all`: or is damaged)"
     case .unplannable: "`index verify`: a hot query could not be planned (a table or column it needs is missing)"
     case .newerSchema: "the file's schema is newer than this program knows"
     case .schemaMismatch: "the file's applied migrations differ from the shipped ones (drift), or it is not a chatdb file"
@@ -52,6 +51,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"
     case .permission: "permission denied"
+    case .brokenPipe: "standard output was closed by its reader (`| head`): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
     }
   }
 
@@ -70,6 +70,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case .busy: self = .busy
     case .permission: self = .permission
     case .io: self = .io
+    case .brokenPipe: self = .brokenPipe
     case .internalError: self = .internalError
     }
   }

@@ -13,7 +13,8 @@ enum Help {
   /// The usage items after the command path: options, arguments, `<subcommand>`.
   static func usageItems(_ command: Command) -> [String] {
     var items = command.options.map { option in
-      "[\(option.synopsis)\(option.isRepeatable ? " ..." : "")]"
+      let item = option.synopsis + (option.isRepeatable ? " ..." : "")
+      return option.isRequired ? item : "[\(item)]"
     }
     items += command.arguments.map(\.synopsis)
     if !command.subcommands.isEmpty { items.append(command.run == nil ? "<subcommand>" : "[<subcommand>]") }

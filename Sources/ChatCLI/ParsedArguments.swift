@@ -23,34 +23,19 @@ public struct ParsedArguments: Sendable {
   private func key(_ name: String) -> String { command.option(named: name)?.primaryName ?? name }
 
   /// Whether the flag was given; `name` is any of its names, usually the long one (`"--dry-run"`).
-  public func flag(_ name: String) -> Bool { optionValues[key(name)] != nil }
+  func flag(_ name: String) -> Bool { optionValues[key(name)] != nil }
 
   /// The option's value, the last one when it was given several times.
-  public func value(_ name: String) -> String? { optionValues[key(name)]?.last }
+  func value(_ name: String) -> String? { optionValues[key(name)]?.last }
 
   /// Every value given for a (repeatable) option, in command-line order.
-  public func values(_ name: String) -> [String] { optionValues[key(name)] ?? [] }
+  func values(_ name: String) -> [String] { optionValues[key(name)] ?? [] }
 
   /// The value of a single positional argument (`name` without brackets).
-  public func positional(_ name: String) -> String? { positionalValues[name]?.first }
+  func positional(_ name: String) -> String? { positionalValues[name]?.first }
 
   /// All values of a variadic positional argument.
-  public func positionals(_ name: String) -> [String] { positionalValues[name] ?? [] }
-
-  /// Converts an option's value (nil when absent). A nil result or a thrown error becomes the usage
-  /// error "The value 'abc' is invalid for '--user <id>'", followed by ": <reason>" when the thrown
-  /// error has a message (`LocalizedError` or `CustomStringConvertible`).
-  public func value<T>(_ name: String, as transform: (String) throws -> T?) throws(UsageError) -> T? {
-    guard let raw = value(name) else { return nil }
-    let synopsis = command.option(named: name)?.synopsis ?? name
-    var message = "The value '\(raw)' is invalid for '\(synopsis)'"
-    do {
-      if let converted = try transform(raw) { return converted }
-    } catch {
-      if let reason = errorMessage(error) { message += ": \(reason)" }
-    }
-    throw usageError(message)
-  }
+  func positionals(_ name: String) -> [String] { positionalValues[name] ?? [] }
 
   /// A usage error for this command, for its own validation
   /// (e.g. "--user and --db cannot be used together").

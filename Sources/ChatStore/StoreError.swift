@@ -37,6 +37,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     case badInput
     /// Any other I/O failure.
     case io
+    /// The reader of a pipe went away (`chatdb export -o - | head`): the command stops
+    /// without a message, as `head`'s neighbours expect.
+    case brokenPipe
     /// A failure no other kind describes: a bug, reported instead of guessed at.
     case internalError
   }

@@ -4,25 +4,25 @@ import Foundation
 
 /// `chatdb-bench reads`: the conversation screen and chat list on a big file, against
 /// the queries a naive schema would run.
-enum ReadPathBench {
-  static let command = Command(
-    name: "reads",
-    abstract: "Time timeline pages (newest and deep), the conversation list and unread counts.",
-    options: [
-      .value("--db", valueName: "path", help: "The database (at the latest schema) to read."),
-      .value("--owner", valueName: "id", help: "The file's owner."),
-      .value("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200)."),
-      .value("--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000)."),
-    ],
-    run: run
-  )
+enum ReadPathBench: ParsableCommand {
+  static let name = "reads"
+  static let abstract = "Time timeline pages (newest and deep), the conversation list and unread counts."
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    guard let path = arguments.value("--db"), let owner = try arguments.value("--owner", as: { Int64($0) }) else {
-      throw arguments.usageError("Missing '--db <path>' or '--owner <id>'")
+  struct Options: ParsableOptions {
+    var path: String
+    var owner: Int64
+    var repeats: Int
+    var depth: Int
+    init(_ o: inout OptionReader) {
+      path = o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
+      owner = o.option("--owner", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
+      repeats = o.option("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
+      depth = o.option("--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000).", parse: Parse.count) ?? 10_000
     }
-    let repeats = try arguments.value("--repeat", as: { Int($0) }) ?? 200
-    let depth = try arguments.value("--depth", as: { Int($0) }) ?? 10_000
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let (path, owner, repeats, depth) = (options.path, options.owner, options.repeats, options.depth)
     let chats = try ChatRepository(database: Database(path: path), ownerID: owner)
     let db = chats.database
 
@@ -61,8 +61,8 @@ enum ReadPathBench {
     let offset = try db.prepare(
       "SELECT id, content FROM Messages WHERE conversation_id = ? ORDER BY id DESC LIMIT 50 OFFSET ?")
     results["offsetDeepPageMicros"] = .double(try median(repeats) { try offset.forEachRow([busiest, depth]) { _ in } })
-    print(JSONValue.object(results).render(pretty: false))
-    return 0
+    // One compact line for scripts/bench (not the envelope: this is not a user tool).
+    context.stdout.writeLine(JSONValue.object(results).render(pretty: false))
   }
 
   /// The median wall time of `body` over `runs` runs, in microseconds (after one warm-up).

@@ -4,10 +4,10 @@ import ChatCLI
 import ChatStore
 import Foundation
 
-let root = Command(
+let root = Command.group(
   name: "chatdb-bench",
   abstract: "In-process timings of ChatStore operations, as JSON, for scripts/bench.",
-  subcommands: [ReadPathBench.command]
+  subcommands: [Command(ReadPathBench.self)]
 )
 
 exit(CommandLineTool(root: root, version: "0.1.0").main(Array(CommandLine.arguments.dropFirst())))

@@ -5,102 +5,102 @@ import Foundation
 
 /// `chatdb evict`: delete old messages by age, size or conversation, then give the
 /// space back to the file system.
-enum EvictCommand {
-  static let command = Command(
-    name: "evict",
-    abstract: "Delete old messages by age, size or conversation and reclaim the space.",
-    discussion: """
-      Policies combine: --conversation narrows everything to those conversations (alone \
-      it deletes them whole); --older-than deletes messages created before now minus AGE \
-      (a message exactly at the cutoff stays); --max-size then deletes the oldest \
-      remaining messages until the database file fits, or with --least-recent whole \
-      conversations, least recently active first; --keep-last N protects the newest N \
-      messages of every conversation from all of it. Outbox requests and users are never \
-      touched. Deletes run in short transactions (about 50 ms each) so chat-sync can keep \
-      writing; an interrupted run leaves a consistent file and running it again finishes \
-      the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
-      for older files after checking there is room for its copy) and the bytes really \
-      freed are reported. Ages: 12h, 90d, 6w, 1y (365 days).
-      """,
-    options: StoreOptions.options(all: false) + [
-      .value("--older-than", valueName: "age", help: "Delete messages older than this (12h, 90d, 6w, 1y)."),
-      .value("--max-size", valueName: "size", help: "Delete the oldest messages until the database file fits (e.g. 500MiB)."),
-      .value("--conversation", valueName: "id", help: "Only this conversation (the other user's id); alone: all of it.", repeatable: true),
-      .value("--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages."),
-      .flag("--least-recent", help: "With --max-size: delete whole conversations, least recently active first."),
-      .flag("--dry-run", help: "Show the plan (per conversation, and the size after) without changing anything."),
-      .value("--now", valueName: "date", help: "Measure ages from this time instead of now (repeatable runs, tests)."),
-      .value("--chunk-rows", valueName: "n", help: "Rows per transaction instead of the adaptive size (about 50 ms each)."),
-    ],
-    run: run
-  )
+enum EvictCommand: ParsableCommand {
+  static let name = "evict"
+  static let abstract = "Delete old messages by age, size or conversation and reclaim the space."
+  static let discussion: String? = """
+    Policies combine: --conversation narrows everything to those conversations (alone \
+    it deletes them whole); --older-than deletes messages created before now minus AGE \
+    (a message exactly at the cutoff stays); --max-size then deletes the oldest \
+    remaining messages until the database file fits, or with --least-recent whole \
+    conversations, least recently active first; --keep-last N protects the newest N \
+    messages of every conversation from all of it. Outbox requests and users are never \
+    touched. Deletes run in short transactions (about 50 ms each) so chat-sync can keep \
+    writing; an interrupted run leaves a consistent file and running it again finishes \
+    the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
+    for older files after checking there is room for its copy) and the bytes really \
+    freed are reported. --dry-run plans with the same planner the real run executes, \
+    opens the file read-only and leaves nothing behind. A --conversation with no \
+    messages is reported. Ages: 12h, 90d, 6w, 1y (365 days).
+    """
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    guard case .file(let path, _) = try StoreOptions.target(arguments) else { return ChatExitCode.usage }
-    var policy = EvictionPolicy()
-    policy.olderThan = try arguments.value("--older-than") { text -> Int64? in
-      guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
-      return age
-    }
-    policy.maxSize = try arguments.value("--max-size") { text -> Int64? in
-      guard let size = ByteCount.parse(text), size > 0 else { throw InvalidValue("expected a size like 500MiB or 2GB") }
-      return size
-    }
-    for text in arguments.values("--conversation") {
-      guard let id = StoreLocation.parseUserID(text) else {
-        throw arguments.usageError("The value '\(text)' is invalid for '--conversation <id>': a conversation is the other user's id")
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    var policy: EvictionPolicy
+    var dryRun: Bool
+    var chunkRows: Int?
+    init(_ o: inout OptionReader) {
+      store = StoreSelection(&o, all: true)
+      policy = EvictionPolicy()
+      policy.olderThan = o.option("--older-than", valueName: "age", help: "Delete messages older than this (12h, 90d, 6w, 1y).") { text -> Int64? in
+        guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
+        return age
       }
-      policy.conversations.append(id)
+      policy.maxSize = o.option(
+        "--max-size", valueName: "size", help: "Delete the oldest messages until the database file fits (e.g. 500MiB).", parse: Parse.size)
+      policy.conversations = o.repeated(
+        "--conversation", valueName: "id", help: "Only this conversation (the other user's id); alone: all of it.") { text -> Int64? in
+        guard let id = StoreLocation.parseUserID(text) else { throw InvalidValue("a conversation is the other user's id") }
+        return id
+      }
+      policy.keepLast = o.option("--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages.", parse: Parse.count) ?? 0
+      policy.leastRecent = o.flag("--least-recent", help: "With --max-size: delete whole conversations, least recently active first.")
+      dryRun = o.flag("--dry-run", help: "Show the plan (per conversation, and the size after) without changing anything.")
+      if let now = o.option("--now", valueName: "date", help: "Measure ages from this time instead of now (repeatable runs, tests).", parse: Parse.date) {
+        policy.now = now
+      }
+      chunkRows = o.option(
+        "--chunk-rows", valueName: "n", help: "Rows per transaction instead of the adaptive size (about 50 ms each).",
+        parse: Parse.count(from: 1, to: 10_000_000))
     }
-    policy.keepLast = try arguments.value("--keep-last", as: StoreOptions.count) ?? 0
-    policy.leastRecent = arguments.flag("--least-recent")
-    if let now = try arguments.value("--now", as: StoreOptions.time), let ms = Timestamp.milliseconds(from: now) {
-      policy.now = Date(timeIntervalSince1970: Double(ms) / 1000)
-    }
-    var options = Evictor.Options()
-    options.fixedChunkRows = try arguments.value("--chunk-rows") { try StoreOptions.count($0).flatMap { $0 > 0 ? $0 : nil } }
-    if policy.isEmpty {
-      throw arguments.usageError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'")
-    }
-    if policy.leastRecent && policy.maxSize == nil { throw arguments.usageError("'--least-recent' needs '--max-size <size>'") }
-    let json = arguments.flag("--json")
-    let names = (try? userNames(path)) ?? [:]
-
-    if arguments.flag("--dry-run") {
-      let plan = try dryRun(path: path, policy: policy)
-      print(json ? planJSON(plan).render() : planText(plan, path: path, names: names))
-      return ChatExitCode.success
-    }
-
-    let db = try open(path: path, mode: .readWrite)
-    let started = DispatchTime.now()
-    let progress = Progress(label: "Evicting", total: nil, unit: "messages")
-    let result = try Evictor(database: db, options: options).run(policy) { done, _ in progress.update(completed: done) }
-    progress.finish()
-    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-    print(json ? resultJSON(result, seconds: seconds).render() : resultText(result, path: path, names: names, seconds: seconds))
-    return ChatExitCode.success
-  }
-
-  // MARK: - Opening
-
-  static func open(path: String, mode: Database.Mode) throws -> Database {
-    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path) does not exist", path: path) }
-    do {
-      let db = try Database(path: path, mode: mode)
-      try Migrator.requireLatest(db, for: "evict")
-      return db
-    } catch {
-      throw StoreError.from(error, path: path, doing: "open")
+    func validate() throws {
+      try store.validate()
+      if policy.isEmpty { throw ValidationError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'") }
+      if policy.leastRecent && policy.maxSize == nil { throw ValidationError("'--least-recent' needs '--max-size <size>'") }
     }
   }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let targets = try options.store.targets()
+    let reports = context.runEach(targets, jobs: options.store.jobs, label: options.dryRun ? "Planning" : "Evicting", unit: "messages") {
+      target, progress in
+      let names = (try? userNames(target.path)) ?? [:]
+      if options.dryRun {
+        let plan = try dryRun(path: target.path, policy: options.policy)
+        return FileResult(
+          json: planJSON(plan), text: planText(plan, path: target.path, names: names),
+          row: [String(plan.messages), ByteCount.format(plan.fileBytes), plan.expectedSize.map(ByteCount.format) ?? "-"],
+          totals: ["messages": plan.messages])
+      }
+      let started = DispatchTime.now()
+      let db = try openLatest(target.path, mode: .readWrite, for: "evict")
+      var evictorOptions = Evictor.Options()
+      evictorOptions.fixedChunkRows = options.chunkRows
+      let result = try Evictor(database: db, options: evictorOptions).run(options.policy) { done, _ in progress.update(completed: done) }
+      let elapsed = seconds(since: started)
+      return FileResult(
+        json: resultJSON(result, seconds: elapsed), text: resultText(result, path: target.path, names: names, seconds: elapsed),
+        row: [String(result.deletedMessages), ByteCount.format(result.sizeBefore), ByteCount.format(result.sizeAfter)],
+        totals: ["messages": result.deletedMessages, "bytesFreed": result.freedBytes])
+    }
+    context.report(
+      reports,
+      fleet: options.store.all
+        ? [.init(options.dryRun ? "WOULD DELETE" : "DELETED", alignment: .right), .init(options.dryRun ? "SIZE" : "BEFORE", alignment: .right),
+          .init(options.dryRun ? "EXPECTED" : "AFTER", alignment: .right)] : nil,
+      summaryLine: options.store.all
+        ? "\(reports.count) file(s): \(options.dryRun ? "would delete" : "deleted") \(reports.total("messages")) messages"
+          + (options.dryRun ? "" : ", freed \(ByteCount.format(reports.total("bytesFreed")))") + "; \(reports.failedCount) failed" : nil)
+  }
+
+  // MARK: - Planning
 
   static func dryRun(path: String, policy: EvictionPolicy) throws -> EvictionPlan {
-    let db = try open(path: path, mode: .readOnly)
+    let db = try openLatest(path, mode: .readOnly, for: "evict")
     do {
       return try db.read { try EvictionPlanner(database: $0).plan(policy) }
     } catch {
-      throw StoreError.from(error, path: path, doing: "plan eviction for")
+      throw StoreError.from(error, path: path, doing: "plan eviction for", otherwise: .readFailed)
     }
   }
 

@@ -3,87 +3,115 @@ import ChatMaintenance
 import ChatStore
 import Foundation
 
-/// `chatdb export`: a user's history as one zstd-compressed NDJSON file.
-enum ExportCommand {
-  static let command = Command(
-    name: "export",
-    abstract: "Export a user's history as zstd-compressed NDJSON (header, records, trailer).",
-    discussion: """
-      The export reads one consistent snapshot while other programs may write, \
-      compresses on a second thread with the zstd content checksum on, and writes to a \
-      temporary file beside the target that is renamed into place only when complete \
-      (mode 0600). 'chatdb import' reads it back.
-      """,
-    options: [StoreOptions.dataDir, StoreOptions.user, StoreOptions.db] + [
-      .value("-o", "--output", valueName: "file", help: "The file to write (e.g. history.ndjson.zst), or '-' for standard output."),
-      .value("--conversation", valueName: "id", help: "Only the conversation with this contact."),
-      .value("--since", valueName: "date", help: "Only messages and requests created at or after this date or time."),
-      .value("--until", valueName: "date", help: "Only messages and requests created before this date or time."),
-      .value("--level", valueName: "n", help: "zstd level, 1 (fastest) to 19 (smallest) (default 3)."),
-      StoreOptions.json,
-    ],
-    run: run
-  )
+/// `chatdb export`: a user's history as NDJSON, zstd-compressed or plain.
+enum ExportCommand: ParsableCommand {
+  static let name = "export"
+  static let abstract = "Export a user's history as NDJSON (header, records, trailer), zstd-compressed or plain."
+  static let discussion: String? = """
+    The format follows the output's name: FILE.zst is zstd-compressed (content checksum \
+    on, compressed on a second thread), FILE.ndjson or FILE.jsonl is plain NDJSON, and \
+    '-' writes zstd to standard output (the report then goes to standard error). With \
+    --all, -o names a folder (it ends in '/' or exists) and each file is written there \
+    as chats-<id>.ndjson.zst. The export reads one consistent snapshot while other \
+    programs may write, and writes to a temporary file beside the target that is \
+    renamed into place only when complete (mode 0600). 'chatdb import' reads it back.
+    """
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    guard case .file(let path, let owner) = try StoreOptions.target(arguments) else { return ChatExitCode.usage }
-    guard let output = arguments.value("--output") else { throw arguments.usageError("Missing '--output <file>'") }
-    let filter = ExportFilter(
-      conversation: try arguments.value("--conversation") { text -> Int64? in
-        guard let id = StoreLocation.parseUserID(text) else { throw InvalidValue("a user id is a positive 64-bit integer") }
-        return id
-      },
-      since: try arguments.value("--since", as: StoreOptions.time),
-      until: try arguments.value("--until", as: StoreOptions.time))
-    let level = try arguments.value("--level") { text -> Int32? in
-      guard let n = Int32(text), (1...19).contains(n) else { throw InvalidValue("a level is 1 to 19") }
-      return n
-    } ?? 3
-    let json = arguments.flag("--json")
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    var output: String
+    var filter: ExportFilter
+    var level: Int32
+    init(_ o: inout OptionReader) {
+      store = StoreSelection(&o, all: true)
+      output =
+        o.option(
+          "-o", "--output", valueName: "file",
+          help: "Where to write: a .zst file (zstd), a .ndjson/.jsonl file (plain), '-' (zstd to standard output), or with --all a folder.",
+          required: true, parse: Parse.path) ?? ""
+      filter = ExportFilter(
+        conversation: o.option("--conversation", valueName: "id", help: "Only the conversation with this contact.", parse: Parse.userID),
+        since: o.option("--since", valueName: "date", help: "Only messages and requests created at or after this date or time.", parse: Parse.time),
+        until: o.option("--until", valueName: "date", help: "Only messages and requests created before this date or time.", parse: Parse.time))
+      level =
+        o.option("--level", valueName: "n", help: "zstd level, 1 (fastest) to 19 (smallest) (default 3).") { text -> Int32? in
+          guard let n = Int32(text), (1...19).contains(n) else { throw InvalidValue("a level is 1 to 19") }
+          return n
+        } ?? 3
+    }
+    func validate() throws {
+      try store.validate()
+      if store.all {
+        if output == "-" { throw ValidationError("With '--all', '--output <file>' names a folder, not standard output") }
+      } else if output != "-" && ExportCommand.compression(of: output) == nil {
+        throw ValidationError("The value '\(output)' is invalid for '--output <file>': name it .ndjson or .jsonl (plain) or .zst (zstd)")
+      }
+    }
+  }
+
+  /// Whether a file name asks for zstd (`true`), plain NDJSON (`false`), or neither (nil).
+  static func compression(of path: String) -> Bool? {
+    if path.hasSuffix(".zst") { return true }
+    if path.hasSuffix(".ndjson") || path.hasSuffix(".jsonl") { return false }
+    return nil
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let targets = try options.store.targets()
+    var folder: String?
+    if options.store.all {
+      let isFolder = isDirectory(options.output)
+      guard options.output.hasSuffix("/") || isFolder else {
+        throw ValidationError("With '--all', '--output <file>' names a folder: end it with '/'")
+      }
+      if !isFolder { try FileSystem.createPrivateDirectory(atPath: options.output) }
+      folder = options.output.hasSuffix("/") ? options.output : options.output + "/"
+    }
+    context.reportToStandardError = options.output == "-"
+    let reports = context.runEach(targets, jobs: options.store.jobs, label: "Exporting") { [folder] target, progress in
+      let output = folder.map { $0 + "chats-\(target.userID.map(String.init) ?? "unknown").ndjson.zst" } ?? options.output
+      return try export(target, to: output, options, progress: progress)
+    }
+    context.report(
+      reports, fleet: options.store.all ? [.init("MESSAGES", alignment: .right), .init("SIZE", alignment: .right), .init("OUTPUT")] : nil,
+      summaryLine: options.store.all
+        ? "\(reports.count) file(s) exported to \(options.output): \(reports.total("messages")) messages, "
+          + "\(ByteCount.format(reports.total("bytesOut"))); \(reports.failedCount) failed" : nil)
+  }
+
+  static func export(_ target: FileTarget, to output: String, _ options: Options, progress: FileProgress) throws -> FileResult {
     let started = DispatchTime.now()
-
-    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such database", path: path) }
-    let db: Database
-    do {
-      db = try Database(path: path, mode: .readOnly)
-      try Migrator.requireLatest(db, for: "export")
-    } catch {
-      throw StoreError.from(error, path: path, doing: "open")
+    let db = try openLatest(target.path, mode: .readOnly, for: "export")
+    guard let owner = try target.userID ?? recordedOwner(db) else {
+      throw StoreError(.badInput, "\(target.path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: target.path)
     }
-    let resolvedOwner = try owner ?? db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
-    guard let resolvedOwner else {
-      throw StoreError(.badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)
-    }
-
     let toStdout = output == "-"
-    let file = toStdout ? nil : try { () throws -> OutputFile in
-      try Preflight.requireSpace(FileSystem.databaseSize(atPath: path) / 3, toWrite: output)
+    let file: OutputFile? = toStdout ? nil : try {
+      try requireSpace(FileSystem.databaseSize(atPath: target.path) / 3, toWrite: output)
       return try OutputFile(path: output)
     }()
-    let sink = try HistoryExporter.sink(fileDescriptor: file?.fileDescriptor ?? 1, name: toStdout ? "<stdout>" : output, level: level)
-    let total = try db.int64("SELECT count(*) FROM Messages") ?? 0
-    let progress = Progress(label: "Exporting", total: total, unit: "records")
-    let counts = try HistoryExporter.export(db, owner: resolvedOwner, filter: filter, to: sink) {
-      progress.update(completed: $0, bytes: sink.compressedBytes)
+    let fd = file?.fileDescriptor ?? 1
+    let name = toStdout ? "<stdout>" : output
+    let zstd = toStdout || compression(of: output) != false
+    let zstdSink = zstd ? try HistoryExporter.sink(fileDescriptor: fd, name: name, level: options.level) : nil
+    let sink: any ByteSink = zstdSink ?? PlainSink(fileDescriptor: fd, name: name)
+    let total = try db.int64("SELECT count(*) FROM Messages")
+    let counts = try HistoryExporter.export(db, owner: owner, filter: options.filter, to: sink) {
+      progress.update(completed: $0, total: total, bytes: zstdSink?.compressedBytes ?? sink.bytesWritten)
     }
-    progress.finish()
     try file?.commit()
-    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-
-    let report: String
-    if json {
-      report = JSONValue.object([
-        "database": .string(path), "output": .string(output), "users": .int(counts.users),
+    let bytesOut = zstdSink?.compressedBytes ?? sink.bytesWritten
+    let elapsed = seconds(since: started)
+    return FileResult(
+      json: .object([
+        "output": .string(output), "compression": .string(zstd ? "zstd" : "none"), "users": .int(counts.users),
         "messages": .int(counts.messages), "requests": .int(counts.requests), "bytesIn": .int(sink.bytesWritten),
-        "bytesOut": .int(sink.compressedBytes), "seconds": .double((seconds * 1000).rounded() / 1000),
-      ]).render()
-    } else {
-      report =
-        "\(path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
-        + "\(ByteCount.format(sink.bytesWritten)) of NDJSON in \(ByteCount.format(sink.compressedBytes)) (\(String(format: "%.2f", seconds)) s)"
-    }
-    // With the export on standard output, the report goes to standard error.
-    if toStdout { TextOutput.standardError.writeLine(report) } else { print(report) }
-    return ChatExitCode.success
+        "bytesOut": .int(bytesOut), "seconds": .double(elapsed),
+      ]),
+      text: "\(target.path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
+        + "\(ByteCount.format(sink.bytesWritten)) of NDJSON"
+        + (zstd ? " in \(ByteCount.format(bytesOut)) of zstd" : "") + " (\(String(format: "%.2f", elapsed)) s)",
+      row: [String(counts.messages), ByteCount.format(bytesOut), output],
+      totals: ["messages": counts.messages, "bytesOut": bytesOut])
   }
 }

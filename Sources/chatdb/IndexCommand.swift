@@ -10,163 +10,171 @@ import Foundation
 /// `chatdb index`: list, verify, repair and analyze a file's indexes against the
 /// schema and the hot-query catalog (`HotQuery.all`).
 enum IndexCommand {
-  static let command = Command(
+  static let command = Command.group(
     name: "index",
     abstract: "List, verify, repair and analyze the indexes of a chat database.",
     discussion: """
       The expected indexes are those of a fresh database built from the shipped \
       migrations up to the file's version. 'verify' plans every hot query of the app \
-      and exits 4 when one reads Messages or MessageRequests in full.
+      and exits 4 when one reads a table without the index it should use, 6 when one \
+      cannot be planned.
       """,
-    subcommands: [list, verify, apply, analyze]
+    subcommands: [Command(IndexListCommand.self), Command(IndexVerifyCommand.self), Command(IndexApplyCommand.self), Command(IndexAnalyzeCommand.self)]
   )
 
-  static let list = Command(
-    name: "list",
-    abstract: "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it.",
-    options: StoreOptions.options(all: false),
-    run: runList
-  )
-
-  static let verify = Command(
-    name: "verify",
-    abstract: "Run EXPLAIN QUERY PLAN on every hot query; exit 4 when one scans Messages or MessageRequests.",
-    options: StoreOptions.options(all: false),
-    run: runVerify
-  )
-
-  static let apply = Command(
-    name: "apply",
-    abstract: "Create the expected indexes the file lacks, in one transaction.",
-    options: StoreOptions.options(all: false) + [
-      .flag("--drop-unknown", help: "Also drop the indexes the schema does not expect."),
-      .flag("--dry-run", help: "Print the SQL without changing the file."),
-    ],
-    run: runApply
-  )
-
-  static let analyze = Command(
-    name: "analyze",
-    abstract: "Run ANALYZE and report what changed in the planner's statistics (sqlite_stat1).",
-    options: StoreOptions.options(all: false),
-    run: runAnalyze
-  )
-
-  /// The one file an index command works on; `--all` is not offered.
-  static func path(_ arguments: ParsedArguments) throws -> String {
-    guard case .file(let path, _) = try StoreOptions.target(arguments) else { throw arguments.usageError("'--all' is not supported here") }
-    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
-    return path
+  /// The options of every index subcommand: which file(s).
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    init(_ o: inout OptionReader) { store = StoreSelection(&o, all: true) }
+    func validate() throws { try store.validate() }
   }
 
   static func open(_ path: String, mode: Database.Mode) throws -> Database {
-    do { return try Database(path: path, mode: mode) } catch { throw StoreError.from(error, path: path, doing: "open") }
+    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
+    do { return try Database(path: path, mode: mode) } catch {
+      throw StoreError.from(error, path: path, doing: "open", otherwise: mode == .readOnly ? .readFailed : .writeFailed)
+    }
   }
+}
 
-  // MARK: - list
+// MARK: - list
 
-  static func runList(_ arguments: ParsedArguments) throws -> Int32 {
-    let path = try path(arguments)
-    let entries: [IndexEntry]
-    do { entries = try IndexTools.list(try open(path, mode: .readOnly)) } catch { throw StoreError.from(error, path: path, doing: "list the indexes of") }
-    if arguments.flag("--json") {
-      print(
-        JSONValue.object([
-          "path": .string(path),
+enum IndexListCommand: ParsableCommand {
+  static let name = "list"
+  static let abstract = "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it."
+  typealias Options = IndexCommand.Options
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Listing") { target, _ in
+      let entries: [IndexEntry]
+      do { entries = try IndexTools.list(try IndexCommand.open(target.path, mode: .readOnly)) } catch {
+        throw StoreError.from(error, path: target.path, doing: "list the indexes of", otherwise: .readFailed)
+      }
+      let missing = entries.filter { $0.state == .missing }.count
+      let unknown = entries.filter { $0.state == .unknown }.count
+      let table = Table(
+        columns: [.init("INDEX"), .init("TABLE"), .init("COLUMNS"), .init("SIZE", alignment: .right), .init("STATE")],
+        rows: entries.map { [$0.name, $0.table, $0.columns.joined(separator: ", "), ByteCount.format($0.bytes), $0.state.rawValue] }
+      ).render()
+      return FileResult(
+        json: .object([
           "indexes": .array(
             entries.map {
               .object([
                 "name": .string($0.name), "table": .string($0.table), "columns": .array($0.columns.map { .string($0) }),
                 "bytes": .int($0.bytes), "state": .string($0.state.rawValue), "sql": .string($0.sql),
               ])
-            }),
-        ]).render())
-    } else {
-      print(
-        Table(
-          columns: [.init("INDEX"), .init("TABLE"), .init("COLUMNS"), .init("SIZE", alignment: .right), .init("STATE")],
-          rows: entries.map { [$0.name, $0.table, $0.columns.joined(separator: ", "), ByteCount.format($0.bytes), $0.state.rawValue] }
-        ).render(), terminator: "")
-      let missing = entries.filter { $0.state == .missing }.count
-      let unknown = entries.filter { $0.state == .unknown }.count
-      print("\(entries.count) index(es): \(missing) missing, \(unknown) unknown")
+            })
+        ]),
+        text: table + "\(entries.count) index(es): \(missing) missing, \(unknown) unknown",
+        row: [String(entries.count), String(missing), String(unknown)])
     }
-    return ChatExitCode.success
+    context.report(
+      reports, fleet: options.store.all ? [.init("INDEXES", alignment: .right), .init("MISSING", alignment: .right), .init("UNKNOWN", alignment: .right)] : nil)
   }
+}
 
-  // MARK: - verify
+// MARK: - verify
 
-  static func runVerify(_ arguments: ParsedArguments) throws -> Int32 {
-    let path = try path(arguments)
-    let checks = IndexTools.verify(try open(path, mode: .readOnly))
-    let failing = checks.filter { !$0.isOK }
-    if arguments.flag("--json") {
-      print(
-        JSONValue.object([
-          "path": .string(path), "ok": .bool(failing.isEmpty),
+enum IndexVerifyCommand: ParsableCommand {
+  static let name = "verify"
+  static let abstract = "Run EXPLAIN QUERY PLAN on every hot query; exit 4 when one scans, 6 when one cannot be planned."
+  typealias Options = IndexCommand.Options
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Verifying") { target, _ in
+      let db = try IndexCommand.open(target.path, mode: .readOnly)
+      do { try Migrator.requireLatest(db, for: "index verify") } catch { throw StoreError.from(error, path: target.path, doing: "read", otherwise: .readFailed) }
+      let checks = IndexTools.verify(db)
+      let unplanned = checks.filter { $0.error != nil }
+      let scanning = checks.filter { $0.error == nil && !$0.scans.isEmpty }
+      var lines = checks.map { check in
+        let verdict = check.error != nil ? "ERROR" : check.scans.isEmpty ? "ok" : "SCAN \(check.scans.joined(separator: ", "))"
+        return "\(verdict)\t\(check.name)\t\(check.error ?? check.plan)"
+      }
+      lines.append(
+        unplanned.isEmpty && scanning.isEmpty
+          ? "\(checks.count) hot queries: all use their indexes"
+          : "\(scanning.count) of \(checks.count) hot queries scan and \(unplanned.count) cannot be planned: "
+            + (unplanned + scanning).map(\.name).joined(separator: "; ") + "; run 'chatdb index apply'")
+      return FileResult(
+        json: .object([
           "queries": .array(
             checks.map {
               .object([
                 "name": .string($0.name), "plan": .string($0.plan), "scans": .array($0.scans.map { .string($0) }),
                 "error": $0.error.map { .string($0) } ?? .null, "ok": .bool($0.isOK),
               ])
-            }),
-        ]).render())
-    } else {
-      for check in checks {
-        let verdict = check.error != nil ? "ERROR" : check.scans.isEmpty ? "ok" : "SCAN \(check.scans.joined(separator: ", "))"
-        print("\(verdict)\t\(check.name)\t\(check.error ?? check.plan)")
+            })
+        ]),
+        text: lines.joined(separator: "\n"), row: [String(checks.count), String(scanning.count), String(unplanned.count)],
+        status: !unplanned.isEmpty ? .unplannable : !scanning.isEmpty ? .findings : .success)
+    }
+    context.report(
+      reports, fleet: options.store.all ? [.init("QUERIES", alignment: .right), .init("SCANS", alignment: .right), .init("UNPLANNED", alignment: .right)] : nil)
+  }
+}
+
+// MARK: - apply
+
+enum IndexApplyCommand: ParsableCommand {
+  static let name = "apply"
+  static let abstract = "Create the expected indexes the file lacks, in one transaction."
+
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    var dropUnknown: Bool
+    var dryRun: Bool
+    init(_ o: inout OptionReader) {
+      store = StoreSelection(&o, all: true)
+      dropUnknown = o.flag("--drop-unknown", help: "Also drop the indexes the schema does not expect.")
+      dryRun = o.flag("--dry-run", help: "Print the SQL without changing the file.")
+    }
+    func validate() throws { try store.validate() }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Building indexes") { target, _ in
+      let db = try IndexCommand.open(target.path, mode: options.dryRun ? .readOnly : .readWrite)
+      let statements: [String]
+      do { statements = try IndexTools.repairStatements(db, dropUnknown: options.dropUnknown) } catch {
+        throw StoreError.from(error, path: target.path, doing: "read the indexes of", otherwise: .readFailed)
       }
-      print(
-        failing.isEmpty
-          ? "\(checks.count) hot queries: all use indexes"
-          : "\(failing.count) of \(checks.count) hot queries scan or fail: \(failing.map(\.name).joined(separator: "; ")); run 'chatdb index apply'")
+      if !options.dryRun { try IndexTools.apply(statements, to: db) { _, _ in } }
+      let text =
+        statements.isEmpty
+        ? "\(target.path): the indexes match the schema; nothing to do"
+        : (statements.map { $0 + ";" } + [
+          options.dryRun ? "\(statements.count) statement(s) not run (--dry-run)" : "\(statements.count) statement(s) run in one transaction"
+        ]).joined(separator: "\n")
+      return FileResult(
+        json: .object(["dryRun": .bool(options.dryRun), "statements": .array(statements.map { .string($0) })]), text: text,
+        row: [String(statements.count), options.dryRun ? "not run (--dry-run)" : statements.isEmpty ? "nothing to do" : "applied"])
     }
-    return failing.isEmpty ? ChatExitCode.success : ChatExitCode.findings
+    context.report(reports, fleet: options.store.all ? [.init("STATEMENTS", alignment: .right), .init("RESULT")] : nil)
   }
+}
 
-  // MARK: - apply
+// MARK: - analyze
 
-  static func runApply(_ arguments: ParsedArguments) throws -> Int32 {
-    let path = try path(arguments)
-    let dryRun = arguments.flag("--dry-run")
-    let db = try open(path, mode: dryRun ? .readOnly : .readWrite)
-    let statements: [String]
-    do { statements = try IndexTools.repairStatements(db, dropUnknown: arguments.flag("--drop-unknown")) } catch {
-      throw StoreError.from(error, path: path, doing: "read the indexes of")
-    }
-    if !dryRun {
-      let progress = Progress(label: "Building indexes", total: Int64(statements.count), unit: "statements")
-      try IndexTools.apply(statements, to: db) { done, _ in progress.update(completed: Int64(done)) }
-      progress.finish()
-    }
-    if arguments.flag("--json") {
-      print(
-        JSONValue.object(["path": .string(path), "dryRun": .bool(dryRun), "statements": .array(statements.map { .string($0) })]).render())
-    } else if statements.isEmpty {
-      print("\(path): the indexes match the schema; nothing to do")
-    } else {
-      for sql in statements { print(sql + ";") }
-      print(dryRun ? "\(statements.count) statement(s) not run (--dry-run)" : "\(statements.count) statement(s) run in one transaction")
-    }
-    return ChatExitCode.success
-  }
+enum IndexAnalyzeCommand: ParsableCommand {
+  static let name = "analyze"
+  static let abstract = "Run ANALYZE and PRAGMA optimize, and report what changed in the planner's statistics (sqlite_stat1)."
+  typealias Options = IndexCommand.Options
 
-  // MARK: - analyze
-
-  static func runAnalyze(_ arguments: ParsedArguments) throws -> Int32 {
-    let path = try path(arguments)
-    let report = try IndexTools.analyze(try open(path, mode: .readWrite))
-    if arguments.flag("--json") {
-      print(
-        JSONValue.object([
-          "path": .string(path), "rowsBefore": .int(Int64(report.rowsBefore)), "rowsAfter": .int(Int64(report.rowsAfter)),
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Analyzing") { target, _ in
+      let report = try IndexTools.analyze(try IndexCommand.open(target.path, mode: .readWrite))
+      return FileResult(
+        json: .object([
+          "rowsBefore": .int(Int64(report.rowsBefore)), "rowsAfter": .int(Int64(report.rowsAfter)),
           "changed": .array(report.changed.map { .string($0) }),
-        ]).render())
-    } else {
-      print("sqlite_stat1: \(report.rowsBefore) row(s) before, \(report.rowsAfter) after; \(report.changed.count) changed")
-      for name in report.changed { print("  \(name)") }
+        ]),
+        text: (["sqlite_stat1: \(report.rowsBefore) row(s) before, \(report.rowsAfter) after; \(report.changed.count) changed"]
+          + report.changed.map { "  " + $0 }).joined(separator: "\n"),
+        row: [String(report.rowsBefore), String(report.rowsAfter), String(report.changed.count)])
     }
-    return ChatExitCode.success
+    context.report(
+      reports, fleet: options.store.all ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("CHANGED", alignment: .right)] : nil)
   }
 }

@@ -1,60 +1,40 @@
 import ChatCLI
 import ChatStore
-import Foundation
 
 /// `chatdb migrate status`: where a file stands against the shipped migrations.
-enum MigrateStatusCommand {
-  static let command = Command(
-    name: "status",
-    abstract: "Show a file's schema version, pending migrations, drift and size.",
-    options: StoreOptions.options(all: true),
-    run: run
-  )
+enum MigrateStatusCommand: ParsableCommand {
+  static let name = "status"
+  static let abstract = "Show a file's schema version, pending migrations, drift and size."
+  static let discussion: String? = "Reads the file read-only and leaves nothing behind; the size counts the database and its -wal."
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    let json = arguments.flag("--json")
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    init(_ o: inout OptionReader) { store = StoreSelection(&o, all: true) }
+    func validate() throws { try store.validate() }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
     let migrator = Migrator()
-    switch try StoreOptions.target(arguments) {
-    case .file(let path, _):
-      let status = try migrator.status(ofFileAt: path)
-      print(json ? Self.json(status).render() : text(status))
-      return ChatExitCode.success
-    case .all(let dataDirectory):
-      let files = try StoreLocation.databaseFiles(in: dataDirectory)
-      var failed = 0
-      var rows: [[String]] = []
-      var items: [JSONValue] = []
-      for path in files {
-        let name = (path as NSString).lastPathComponent
-        do {
-          let status = try migrator.status(ofFileAt: path)
-          items.append(Self.json(status))
-          rows.append([
-            name, String(status.version), String(status.latestVersion),
-            status.isNewer ? "newer than this chatdb" : status.pending.isEmpty ? "-" : status.pending.map(\.fileName).joined(separator: ", "),
-            status.drift.isEmpty ? "none" : "\(status.drift.count) migration(s)", ByteCount.format(status.fileSize),
-          ])
-        } catch {
-          failed += 1
-          let error = StoreError.from(error, path: path, doing: "read")
-          items.append(.object(["path": .string(path), "error": .string(error.message), "exitCode": .int(Int64(error.exitCode))]))
-          rows.append([name, "-", "-", "ERROR: \(error.message)", "-", ByteCount.format(FileSystem.databaseSize(atPath: path))])
-        }
-      }
-      if json {
-        print(JSONValue.object(["dataDirectory": .string(dataDirectory), "files": .array(items), "failed": .int(Int64(failed))]).render())
-      } else {
-        print(
-          Table(
-            columns: [
-              .init("FILE"), .init("VERSION", alignment: .right), .init("LATEST", alignment: .right), .init("PENDING"),
-              .init("DRIFT"), .init("SIZE", alignment: .right),
-            ], rows: rows
-          ).render())
-        print("\(files.count) file(s) in \(dataDirectory), \(failed) unreadable")
-      }
-      return failed == 0 ? ChatExitCode.success : ChatExitCode.partialFailure
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Reading") { target, _ in
+      let status = try migrator.status(ofFileAt: target.path)
+      let pending =
+        status.isNewer ? "newer than this chatdb" : status.pending.isEmpty ? "-" : status.pending.map(\.fileName).joined(separator: ", ")
+      return FileResult(
+        json: json(status), text: text(status),
+        row: [
+          String(status.version), String(status.latestVersion), pending,
+          status.drift.isEmpty ? "none" : "\(status.drift.count) migration(s)", ByteCount.format(status.fileSize),
+        ],
+        totals: ["pending": status.pending.isEmpty ? 0 : 1, "drifted": status.drift.isEmpty ? 0 : 1])
     }
+    context.report(
+      reports,
+      fleet: options.store.all
+        ? [.init("VERSION", alignment: .right), .init("LATEST", alignment: .right), .init("PENDING"), .init("DRIFT"), .init("SIZE", alignment: .right)]
+        : nil,
+      summaryLine: options.store.all
+        ? "\(reports.count) file(s) in \(options.store.dataDirectory): \(reports.total("pending")) with pending migrations, "
+          + "\(reports.total("drifted")) drifted, \(reports.failedCount) unreadable" : nil)
   }
 
   static func text(_ status: SchemaStatus) -> String {
@@ -80,7 +60,6 @@ enum MigrateStatusCommand {
 
   static func json(_ status: SchemaStatus) -> JSONValue {
     .object([
-      "path": .string(status.path),
       "exists": .bool(status.exists),
       "version": .int(Int64(status.version)),
       "latestVersion": .int(Int64(status.latestVersion)),

@@ -8,98 +8,128 @@ import Foundation
 #endif
 
 /// `chatdb usage`: what takes the space, how much disk is left, and what to delete.
-enum UsageCommand {
-  static let command = Command(
-    name: "usage",
-    abstract: "Show what takes the space in chat databases, the free disk, and what eviction would free.",
-    discussion: """
-      For one file: the database, its -wal and -shm, free pages, every table and index \
-      (dbstat), and the largest conversations (messages, bytes, oldest and newest, \
-      pending and failed outbox requests). A conversation's bytes are its message text \
-      plus 110 bytes a row, scaled so all conversations add up to the pages Messages and \
-      its indexes use. With --all: every chats-*.db in the data folder, largest first, \
-      and a summary. The disk holding the data folder is 'low' below 10% or 1 GiB free \
-      and 'critical' below 2% or 200 MiB free (whichever figure is larger), unless \
-      --warn-below / --critical-below say otherwise; when it is not 'ok', suggestions \
-      show what 'chatdb evict' would free, from the same planner as 'evict --dry-run'. \
-      --check makes the exit code the level: 0 ok, 2 low, 3 critical.
-      """,
-    options: StoreOptions.options(all: true) + [
-      .value("--warn-below", valueName: "size|percent", help: "Free space below which the disk is 'low' (default 10% or 1GiB)."),
-      .value("--critical-below", valueName: "size|percent", help: "Free space below which the disk is 'critical' (default 2% or 200MiB)."),
-      .flag("--check", help: "Exit with the disk level: 0 ok, 2 low, 3 critical."),
-      .value("--top", valueName: "n", help: "Conversations (or files, with --all) to list (default 10)."),
-      .value("--now", valueName: "date", help: "Measure the suggested ages from this time instead of now."),
-    ],
-    run: run
-  )
+enum UsageCommand: ParsableCommand {
+  static let name = "usage"
+  static let abstract = "Show what takes the space in chat databases, the free disk, and what eviction would free."
+  static let discussion: String? = """
+    For one file: the database and its -wal (the -shm is shared memory, shown but never \
+    counted), free pages and what a VACUUM would give back, every table and index \
+    (dbstat), and the largest conversations (messages, bytes, oldest and newest, \
+    pending and failed outbox requests). A conversation's bytes are its message text \
+    plus 110 bytes a row, scaled so all conversations add up to the pages Messages and \
+    its indexes use. With --all: every chats-*.db in the data folder, in user-id order, \
+    and a summary. The disk holding the data folder is 'low' below 10% or 1 GiB free \
+    and 'critical' below 2% or 200 MiB free (whichever figure is larger), unless \
+    --warn-below / --critical-below say otherwise (a size with a unit, or a percentage; \
+    critical must be below low); when it is not 'ok', suggestions show what \
+    'chatdb evict' would free, as commands that run as printed, from the same planner \
+    as 'evict --dry-run'. --check makes the exit code the level: 0 ok, 2 low, 3 critical.
+    """
+
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    var low: DiskThreshold?
+    var critical: DiskThreshold?
+    var check: Bool
+    var top: Int
+    var now: Date?
+    var nowText: String?
+    init(_ o: inout OptionReader) {
+      store = StoreSelection(&o, all: true)
+      low = o.option(
+        "--warn-below", valueName: "size|percent", help: "Free space below which the disk is 'low' (default 10% or 1GiB).",
+        parse: UsageCommand.threshold)
+      critical = o.option(
+        "--critical-below", valueName: "size|percent", help: "Free space below which the disk is 'critical' (default 2% or 200MiB).",
+        parse: UsageCommand.threshold)
+      check = o.flag("--check", help: "Exit with the disk level: 0 ok, 2 low, 3 critical.")
+      top = o.option("--top", valueName: "n", help: "Conversations to list per file (default 10).", parse: Parse.count) ?? 10
+      nowText = o.option("--now", valueName: "date", help: "Measure the suggested ages from this time instead of now.", parse: Parse.time)
+      now = nowText.flatMap { try? Parse.date($0) }
+    }
+    func validate() throws {
+      try store.validate()
+      var inverted = false
+      if case .bytes(let l)? = low, case .bytes(let c)? = critical { inverted = c >= l }
+      if case .percent(let l)? = low, case .percent(let c)? = critical { inverted = c >= l }
+      if inverted { throw ValidationError("'--critical-below <size|percent>' must be below '--warn-below <size|percent>'") }
+    }
+  }
 
   static func threshold(_ text: String) throws -> DiskThreshold? {
     if text.hasSuffix("%") {
       guard let p = Double(text.dropLast()), p >= 0, p <= 100 else { throw InvalidValue("a percentage is from 0% to 100%") }
       return .percent(p)
     }
-    guard let bytes = ByteCount.parse(text) else { throw InvalidValue("expected a size like 1GiB or a percentage like 10%") }
+    guard let bytes = try Parse.size(text) else { return nil }
     return .bytes(bytes)
   }
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    let target = try StoreOptions.target(arguments)
+  static func run(_ options: Options, in context: CommandContext) throws {
     var thresholds = DiskThresholds.default
-    if let low = try arguments.value("--warn-below", as: threshold) { thresholds.low = [low] }
-    if let critical = try arguments.value("--critical-below", as: threshold) { thresholds.critical = [critical] }
-    let top = try arguments.value("--top", as: StoreOptions.count) ?? 10
-    var now = Date()
-    if let text = try arguments.value("--now", as: StoreOptions.time), let ms = Timestamp.milliseconds(from: text) {
-      now = Date(timeIntervalSince1970: Double(ms) / 1000)
-    }
-    let json = arguments.flag("--json")
-    let terminal = Terminal.isTerminal(STDOUT_FILENO)
-
-    var reports: [(path: String, result: Result<StorageReport, StoreError>)] = []
-    let diskPath: String
-    switch target {
-    case .file(let path, _):
-      let report = try StorageReport.measure(path: path)
-      reports = [(path, .success(report))]
-      let folder = (path as NSString).deletingLastPathComponent
-      diskPath = folder.isEmpty ? "." : folder
-    case .all(let dataDirectory):
-      let files = try StoreLocation.databaseFiles(in: dataDirectory)
-      let progress = Progress(label: "Measuring", total: Int64(files.count), unit: "files")
-      for (index, path) in files.enumerated() {
-        do {
-          reports.append((path, .success(try StorageReport.measure(path: path))))
-        } catch {
-          reports.append((path, .failure(StoreError.from(error, path: path, doing: "measure"))))
-        }
-        progress.update(completed: Int64(index + 1))
-      }
-      progress.finish()
-      reports.sort { a, b in
-        let sa = (try? a.result.get().totalBytes) ?? FileSystem.databaseSize(atPath: a.path)
-        let sb = (try? b.result.get().totalBytes) ?? FileSystem.databaseSize(atPath: b.path)
-        return (sa, b.path) > (sb, a.path)
-      }
-      diskPath = dataDirectory
-    }
-
+    if let low = options.low { thresholds.low = [low] }
+    if let critical = options.critical { thresholds.critical = [critical] }
+    let targets = try options.store.targets()
+    let diskPath = options.store.all ? options.store.dataDirectory : parentFolder(of: targets[0].path)
     let disk = try DiskSpace.of(diskPath)
     let level = thresholds.level(for: disk)
     let lowBytes = thresholds.lowBytes(for: disk)
     let criticalBytes = thresholds.criticalBytes(for: disk)
-    var suggestions: [(path: String, items: [StorageSuggestion])] = []
+    if criticalBytes >= lowBytes && (options.low != nil || options.critical != nil) {
+      throw ValidationError(
+        "'--critical-below' (\(ByteCount.format(criticalBytes)) here) must be below '--warn-below' (\(ByteCount.format(lowBytes)))")
+    }
+    let terminal = context.stdout.isTerminal && !options.store.all
+    let reports = context.runEach(targets, jobs: options.store.jobs, label: "Measuring") { target, _ in
+      let report = try StorageReport.measure(path: target.path)
+      return FileResult(
+        json: reportJSON(report, top: options.top), text: fileText(report, top: options.top, bars: terminal),
+        row: [
+          ByteCount.format(report.totalBytes), ByteCount.format(report.freeBytes), String(report.messages),
+          String(report.conversations.filter { $0.messages > 0 }.count), String(report.requests),
+        ],
+        totals: ["totalBytes": report.totalBytes, "freeBytes": report.freeBytes, "messages": report.messages])
+    }
+
+    // Suggestions for the largest files when the disk is not ok.
+    var suggestions: [(target: FileTarget, items: [StorageSuggestion])] = []
     if level != .ok {
       let needed = max(max(lowBytes, criticalBytes) - disk.available, 0)
-      for item in reports.prefix(3) {
-        guard case .success = item.result, let items = try? StorageSuggestion.suggest(path: item.path, needed: needed, now: now) else { continue }
-        if !items.isEmpty { suggestions.append((item.path, items)) }
+      let largest = reports.filter(\.ok).sorted { ($0.totalBytes, $1.target.path) > ($1.totalBytes, $0.target.path) }.prefix(3)
+      for item in largest {
+        guard let items = try? StorageSuggestion.suggest(path: item.target.path, needed: needed, now: options.now ?? Date()),
+          !items.isEmpty
+        else { continue }
+        suggestions.append((item.target, items))
       }
     }
-    let failed = reports.filter { if case .failure = $0.result { true } else { false } }
-
-    if json {
-      var object: [String: JSONValue] = [
+    var text = ""
+    if options.store.all {
+      text +=
+        "\(reports.count) file(s) in \(options.store.dataDirectory): \(ByteCount.format(reports.total("totalBytes"))), "
+        + "\(ByteCount.format(reports.total("freeBytes"))) in free pages, \(reports.total("messages")) messages"
+        + (reports.failedCount == 0 ? "" : "; \(reports.failedCount) unreadable") + "\n"
+    }
+    let percent = disk.total > 0 ? Double(disk.available) * 100 / Double(disk.total) : 0
+    text +=
+      "Disk: \(ByteCount.format(disk.available)) free of \(ByteCount.format(disk.total)) (\(String(format: "%.1f", percent))%) at \(diskPath): "
+      + "\(level.rawValue.uppercased()) (low below \(ByteCount.format(lowBytes)), critical below \(ByteCount.format(criticalBytes)))"
+    if !suggestions.isEmpty {
+      text += "\nTo free space (\(ByteCount.format(max(max(lowBytes, criticalBytes) - disk.available, 0))) more is needed for ok):"
+      for entry in suggestions {
+        for s in entry.items {
+          text += "\n  \(commandLine(entry.target, s, options))  frees \(ByteCount.format(s.frees)) (\(s.messages) messages)\(s.enough ? ", enough" : "")"
+        }
+      }
+    } else if level != .ok {
+      text += "\nNothing old enough to suggest evicting; free space elsewhere on the disk."
+    }
+    context.report(
+      reports,
+      fleet: options.store.all
+        ? [.init("SIZE", alignment: .right), .init("FREE PAGES", alignment: .right), .init("MESSAGES", alignment: .right),
+          .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right)] : nil,
+      summary: [
         "disk": .object([
           "path": .string(diskPath), "available": .int(disk.available), "total": .int(disk.total), "level": .string(level.rawValue),
           "lowBelow": .int(lowBytes), "criticalBelow": .int(criticalBytes),
@@ -108,70 +138,30 @@ enum UsageCommand {
           suggestions.flatMap { entry in
             entry.items.map {
               .object([
-                "file": .string(entry.path), "command": .string(commandLine(entry.path, $0)), "frees": .int($0.frees),
+                "path": .string(entry.target.path), "command": .string(commandLine(entry.target, $0, options)), "frees": .int($0.frees),
                 "messages": .int($0.messages), "enough": .bool($0.enough),
               ])
             }
           }),
-      ]
-      let items: [JSONValue] = reports.map { item in
-        switch item.result {
-        case .success(let report): return reportJSON(report, top: target.isAll ? top : Int.max)
-        case .failure(let error):
-          return .object(["path": .string(item.path), "error": .string(error.message), "exitCode": .int(Int64(error.exitCode))])
-        }
-      }
-      if target.isAll {
-        let good = reports.compactMap { try? $0.result.get() }
-        object["files"] = .array(items)
-        object["summary"] = .object([
-          "files": .int(Int64(reports.count)), "failed": .int(Int64(failed.count)),
-          "totalBytes": .int(good.reduce(0) { $0 + $1.totalBytes }), "freeBytes": .int(good.reduce(0) { $0 + $1.freeBytes }),
-          "messages": .int(good.reduce(0) { $0 + $1.messages }),
-        ])
-      } else if case .object(let fields) = items[0] {
-        object.merge(fields) { a, _ in a }
-      }
-      print(JSONValue.object(object).render())
-    } else {
-      var text = ""
-      switch target {
-      case .file:
-        if case .success(let report) = reports[0].result { text += fileText(report, top: top, bars: terminal) }
-      case .all(let dataDirectory):
-        text += fleetText(reports, top: top, bars: terminal)
-        let good = reports.compactMap { try? $0.result.get() }
-        text +=
-          "\(reports.count) file(s) in \(dataDirectory): \(ByteCount.format(good.reduce(0) { $0 + $1.totalBytes })), "
-          + "\(ByteCount.format(good.reduce(0) { $0 + $1.freeBytes })) in free pages, \(good.reduce(0) { $0 + $1.messages }) messages"
-          + (failed.isEmpty ? "" : "; \(failed.count) unreadable") + "\n"
-      }
-      let percent = disk.total > 0 ? Double(disk.available) * 100 / Double(disk.total) : 0
-      text +=
-        "\nDisk: \(ByteCount.format(disk.available)) free of \(ByteCount.format(disk.total)) (\(String(format: "%.1f", percent))%) at \(diskPath): "
-        + "\(level.rawValue.uppercased()) (low below \(ByteCount.format(lowBytes)), critical below \(ByteCount.format(criticalBytes)))\n"
-      if !suggestions.isEmpty {
-        text += "To free space (\(ByteCount.format(max(max(lowBytes, criticalBytes) - disk.available, 0))) more is needed for ok):\n"
-        for entry in suggestions {
-          for s in entry.items {
-            text += "  \(commandLine(entry.path, s))  frees \(ByteCount.format(s.frees)) (\(s.messages) messages)\(s.enough ? ", enough" : "")\n"
-          }
-        }
-      } else if level != .ok {
-        text += "Nothing old enough to suggest evicting; free space elsewhere on the disk.\n"
-      }
-      print(text, terminator: "")
-    }
-    for item in failed {
-      if case .failure(let error) = item.result { FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8)) }
-    }
-    if arguments.flag("--check") && level != .ok { return level == .critical ? ChatExitCode.diskCritical : ChatExitCode.diskLow }
-    return failed.isEmpty ? ChatExitCode.success : ChatExitCode.partialFailure
+      ],
+      summaryLine: text)
+    if options.check && level != .ok && context.status == .success { context.exit(level == .critical ? .diskCritical : .diskLow) }
   }
 
-  static func commandLine(_ path: String, _ suggestion: StorageSuggestion) -> String {
-    let target = StoreLocation.userID(fromFileName: path).map { "--user \($0)" } ?? "--db \(path)"
-    return "chatdb evict \(target) \(suggestion.arguments.joined(separator: " "))"
+  /// A `chatdb evict` command line that runs as printed: the same data folder or path,
+  /// and the same `--now`.
+  static func commandLine(_ target: FileTarget, _ suggestion: StorageSuggestion, _ options: Options) -> String {
+    var words = ["chatdb", "evict"]
+    if options.store.db != nil {
+      words += ["--db", target.path]
+    } else if let user = target.userID {
+      words += ["--data-dir", options.store.dataDirectory, "--user", String(user)]
+    } else {
+      words += ["--db", target.path]
+    }
+    words += suggestion.arguments
+    if let now = options.nowText { words += ["--now", now] }
+    return words.map(shellQuoted).joined(separator: " ")
   }
 
   // MARK: - Text
@@ -218,33 +208,11 @@ enum UsageCommand {
     return text
   }
 
-  static func fleetText(_ reports: [(path: String, result: Result<StorageReport, StoreError>)], top: Int, bars: Bool) -> String {
-    let largest = reports.compactMap { try? $0.result.get().totalBytes }.max() ?? 0
-    var columns: [Table.Column] = [
-      .init("FILE"), .init("SIZE", alignment: .right), .init("FREE PAGES", alignment: .right), .init("MESSAGES", alignment: .right),
-      .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right),
-    ]
-    if bars { columns.append(.init("")) }
-    let rows: [[String]] = reports.prefix(top).map { item in
-      let name = (item.path as NSString).lastPathComponent
-      switch item.result {
-      case .success(let r):
-        return [
-          name, ByteCount.format(r.totalBytes), ByteCount.format(r.freeBytes), String(r.messages),
-          String(r.conversations.filter { $0.messages > 0 }.count), String(r.requests), bars ? bar(r.totalBytes, of: largest) : "",
-        ]
-      case .failure(let error):
-        return [name, ByteCount.format(FileSystem.databaseSize(atPath: item.path)), "-", "-", "-", "ERROR: \(error.message)"]
-      }
-    }
-    return Table(columns: columns, rows: rows).render()
-  }
-
   // MARK: - JSON
 
   static func reportJSON(_ r: StorageReport, top: Int) -> JSONValue {
     .object([
-      "path": .string(r.path), "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
+      "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
       "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount), "freePages": .int(r.freePages),
       "freeBytes": .int(r.freeBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
       "tables": .array(
@@ -263,6 +231,13 @@ enum UsageCommand {
   }
 }
 
-extension StoreOptions.Target {
-  var isAll: Bool { if case .all = self { true } else { false } }
+extension FileReport {
+  /// The measured size, for ordering suggestions (0 when the file failed).
+  fileprivate var totalBytes: Int64 { ((try? outcome.get().totals["totalBytes"]) ?? nil) ?? 0 }
+}
+
+/// `text` quoted for a POSIX shell when it holds anything but safe characters.
+func shellQuoted(_ text: String) -> String {
+  let safe = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./=:,+@%".contains($0)) }
+  return safe && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
 }

@@ -1,41 +1,54 @@
 import ChatCLI
 import ChatMaintenance
 import ChatStore
-import Foundation
 
 /// `chatdb vacuum`: rebuild a file without its free pages, or copy it compacted.
-enum VacuumCommand {
-  static let command = Command(
-    name: "vacuum",
-    abstract: "Rebuild a chat database without its free pages (VACUUM), or write a compacted copy (VACUUM INTO).",
-    discussion: """
-      First checks that the file's folder (or the --into folder) and the temporary \
-      folder each have room for a full copy; reports the file sizes before and after. \
-      VACUUM holds the write lock while it runs: chat-sync waits.
-      """,
-    options: StoreOptions.options(all: false) + [
-      .value("--into", valueName: "path", help: "Write a compacted copy to this new file instead of rebuilding in place.")
-    ],
-    run: run
-  )
+enum VacuumCommand: ParsableCommand {
+  static let name = "vacuum"
+  static let abstract =
+    "Rebuild a chat database without its free pages (VACUUM), or write a compacted copy (VACUUM INTO)."
+  static let discussion: String? = """
+    First checks that the file's folder (or the --into folder) and the temporary \
+    folder each have room for a full copy; reports the file sizes before and after. \
+    VACUUM holds the write lock while it runs: chat-sync waits. --into writes a new \
+    file (mode 0600) and leaves the original as it was.
+    """
 
-  static func run(_ arguments: ParsedArguments) throws -> Int32 {
-    guard case .file(let path, _) = try StoreOptions.target(arguments) else { throw arguments.usageError("'--all' is not supported here") }
-    let into = arguments.value("--into")
-    if let into, into.isEmpty { throw arguments.usageError("The value '' is invalid for '--into <path>'") }
-    let report = try DatabaseVacuum.run(path: path, into: into)
-    if arguments.flag("--json") {
-      print(
-        JSONValue.object([
-          "path": .string(report.path), "into": report.into.map { .string($0) } ?? .null, "bytesBefore": .int(report.bytesBefore),
-          "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(report.bytesBefore - report.bytesAfter),
-        ]).render())
-    } else {
-      let target = report.into.map { " into \($0)" } ?? ""
-      print(
-        "\(report.path): vacuumed\(target): \(ByteCount.format(report.bytesBefore)) before, \(ByteCount.format(report.bytesAfter)) after "
-          + "(\(ByteCount.format(report.bytesBefore - report.bytesAfter)) freed)")
+  struct Options: ParsableOptions {
+    var store: StoreSelection
+    var into: String?
+    init(_ o: inout OptionReader) {
+      store = StoreSelection(&o, all: true)
+      into = o.option("--into", valueName: "path", help: "Write a compacted copy to this new file instead of rebuilding in place.", parse: Parse.path)
     }
-    return ChatExitCode.success
+    func validate() throws {
+      try store.validate()
+      if into != nil && store.all { throw ValidationError("'--into <path>' works on one file, not with '--all'") }
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let targets = try options.store.targets()
+    let reports = context.runEach(targets, jobs: options.store.jobs, label: "Vacuuming") { target, _ in
+      let report = try DatabaseVacuum.run(path: target.path, into: options.into)
+      let freed = report.bytesBefore - report.bytesAfter
+      let text =
+        report.into.map {
+          "\(report.path): wrote a compacted copy to \($0): \(ByteCount.format(report.bytesAfter)) "
+            + "(the original, \(ByteCount.format(report.bytesBefore)), is unchanged)"
+        }
+        ?? "\(report.path): vacuumed: \(ByteCount.format(report.bytesBefore)) before, \(ByteCount.format(report.bytesAfter)) after (\(ByteCount.format(freed)) freed)"
+      return FileResult(
+        json: .object([
+          "into": report.into.map { .string($0) } ?? .null, "bytesBefore": .int(report.bytesBefore),
+          "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(report.into == nil ? freed : 0),
+        ]),
+        text: text, row: [ByteCount.format(report.bytesBefore), ByteCount.format(report.bytesAfter), ByteCount.format(freed)],
+        totals: ["bytesFreed": report.into == nil ? freed : 0])
+    }
+    let freed = reports.total("bytesFreed")
+    context.report(
+      reports, fleet: options.store.all ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("FREED", alignment: .right)] : nil,
+      summaryLine: options.store.all ? "\(reports.count) file(s): \(ByteCount.format(freed)) freed" : nil)
   }
 }

@@ -44,6 +44,7 @@ enum Descriptor {
       case ENOSPC, EDQUOT: .diskSpace
       case ENOENT, ENOTDIR: .notFound
       case EACCES, EPERM, EROFS: .permission
+      case EPIPE: .brokenPipe
       default: .io
       }
     return StoreError(kind, "cannot \(action) \(name): \(String(cString: strerror(code)))", path: path(of: name))
