@@ -150,7 +150,7 @@ public struct Argument: Sendable {
   }
 }
 
-/// An error that chooses its own row of the exit-code table (`ExitStatus`).
+/// An error that chooses its own row of the exit-code table (`ExitCode`).
 public protocol ExitCodeProviding: Error {
   /// The exit code to return; a code outside the table is reported as `internalError`.
   var exitCode: Int32 { get }

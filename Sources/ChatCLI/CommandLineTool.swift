@@ -30,13 +30,13 @@ public struct CommandLineTool: Sendable {
     switch parse(arguments) {
     case .help(let text):
       stdout.write(text)
-      return ExitStatus.success.rawValue
+      return ExitCode.success.rawValue
     case .version(let text):
       stdout.writeLine(text)
-      return ExitStatus.success.rawValue
+      return ExitCode.success.rawValue
     case .usageError(let error):
       stderr.writeLine(error.description)
-      return ExitStatus.usage.rawValue
+      return ExitCode.usage.rawValue
     case .run(let parsed):
       let context = CommandContext(
         commandPath: parsed.path.joined(separator: " "), json: parsed.flag(Option.json.primaryName), stdout: stdout,
@@ -45,7 +45,7 @@ public struct CommandLineTool: Sendable {
         try parsed.command.run?(parsed, context)
       } catch let error as UsageError {
         stderr.writeLine(error.description)
-        return ExitStatus.usage.rawValue
+        return ExitCode.usage.rawValue
       } catch {
         context.fail(error)
       }

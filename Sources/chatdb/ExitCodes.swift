@@ -3,5 +3,5 @@ import ChatMaintenance
 import ChatStore
 
 extension ImportError: ExitCodeProviding {
-  public var exitCode: Int32 { ExitStatus(kind).rawValue }
+  public var exitCode: Int32 { ExitCode(kind).rawValue }
 }

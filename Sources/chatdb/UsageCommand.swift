@@ -50,8 +50,8 @@ enum UsageCommand: ParsableCommand {
     func validate() throws {
       try store.validate()
       var inverted = false
-      if case .bytes(let l)? = low, case .bytes(let c)? = critical { inverted = c >= l }
-      if case .percent(let l)? = low, case .percent(let c)? = critical { inverted = c >= l }
+      if case .bytes(let l)? = low, case .bytes(let c)? = critical { inverted = c >= l && c > 0 }
+      if case .percent(let l)? = low, case .percent(let c)? = critical { inverted = c >= l && c > 0 }
       if inverted { throw ValidationError("'--critical-below <size|percent>' must be below '--warn-below <size|percent>'") }
     }
   }
@@ -61,7 +61,9 @@ enum UsageCommand: ParsableCommand {
       guard let p = Double(text.dropLast()), p >= 0, p <= 100 else { throw InvalidValue("a percentage is from 0% to 100%") }
       return .percent(p)
     }
-    guard let bytes = try Parse.size(text) else { return nil }
+    guard text.last?.isLetter == true, let bytes = ByteCount.parse(text) else {
+      throw InvalidValue("expected a size with a unit like 1GiB, or a percentage like 10%")
+    }
     return .bytes(bytes)
   }
 
@@ -75,7 +77,8 @@ enum UsageCommand: ParsableCommand {
     let level = thresholds.level(for: disk)
     let lowBytes = thresholds.lowBytes(for: disk)
     let criticalBytes = thresholds.criticalBytes(for: disk)
-    if criticalBytes >= lowBytes && (options.low != nil || options.critical != nil) {
+    // Both given in different units: compare them on this disk (0 and 0 means never warn).
+    if options.low != nil && options.critical != nil && criticalBytes >= lowBytes && criticalBytes > 0 {
       throw ValidationError(
         "'--critical-below' (\(ByteCount.format(criticalBytes)) here) must be below '--warn-below' (\(ByteCount.format(lowBytes)))")
     }
@@ -83,7 +86,7 @@ enum UsageCommand: ParsableCommand {
     let reports = context.runEach(targets, jobs: options.store.jobs, label: "Measuring") { target, _ in
       let report = try StorageReport.measure(path: target.path)
       return FileResult(
-        json: reportJSON(report, top: options.top), text: fileText(report, top: options.top, bars: terminal),
+        json: reportJSON(report, top: options.store.all ? options.top : Int.max), text: fileText(report, top: options.top, bars: terminal),
         row: [
           ByteCount.format(report.totalBytes), ByteCount.format(report.freeBytes), String(report.messages),
           String(report.conversations.filter { $0.messages > 0 }.count), String(report.requests),

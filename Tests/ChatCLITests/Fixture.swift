@@ -1,4 +1,4 @@
-import ChatCLI
+@testable import ChatCLI
 
 /// A small command tree shaped like `chatdb`'s, used by the parser tests.
 enum Fixture {
@@ -7,83 +7,116 @@ enum Fixture {
     var description: String { "database is locked" }
   }
   struct Plain: Error {}
-  struct Reason: Error, CustomStringConvertible { var description: String { "must be positive" } }
 
-  static let shared: [Option] = [
-    .value("--data-dir", valueName: "dir", help: "The data directory."),
-    .flag("--json", help: "Print JSON."),
-  ]
+  enum Migrate: ParsableCommand {
+    static let name = "migrate"
+    static let abstract = "Apply pending schema migrations."
+    static let discussion: String? = "Migrations run in one transaction per version."
+    struct Options: ParsableOptions {
+      var to: String?
+      var dryRun: Bool
+      var file: String?
+      init(_ o: inout OptionReader) {
+        to = o.option("--to", valueName: "n", help: "Migrate to version n (default: latest).")
+        dryRun = o.flag("--dry-run", help: "Print the migrations and their SQL without changing the file.")
+        file = o.argument("file", help: "The database file.")
+      }
+    }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
 
-  static let root = Command(
+  enum Status: ParsableCommand {
+    static let name = "status"
+    static let abstract = "Show the schema version and pending migrations."
+    struct Options: ParsableOptions { init(_ o: inout OptionReader) {} }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
+
+  enum Evict: ParsableCommand {
+    static let name = "evict"
+    static let abstract = "Remove old cached media."
+    struct Options: ParsableOptions {
+      var olderThan: String?
+      var maxSize: String?
+      var dryRun: Bool
+      var user: Int64?
+      var dataDir: String?
+      init(_ o: inout OptionReader) {
+        olderThan = o.option("--older-than", valueName: "age", help: "Only media older than age.")
+        maxSize = o.option("--max-size", valueName: "size", help: "Evict until the cache is below size.")
+        dryRun = o.flag("--dry-run", help: "Show what would be removed.")
+        user = o.option("--user", valueName: "id", help: "Only this user's media.") { text -> Int64? in
+          guard let id = Int64(text) else { return nil }
+          guard id > 0 else { throw InvalidValue("must be positive") }
+          return id
+        }
+        dataDir = o.option("--data-dir", valueName: "dir", help: "The data directory.")
+      }
+      func validate() throws {
+        if user != nil && dataDir != nil { throw ValidationError("--user and --data-dir cannot be used together") }
+      }
+    }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
+
+  enum Import: ParsableCommand {
+    static let name = "import"
+    static let abstract = "Import NDJSON files."
+    struct Options: ParsableOptions {
+      var tags: [String]
+      var user: String?
+      init(_ o: inout OptionReader) {
+        tags = o.repeated("-t", "--tag", valueName: "tag", help: "Tag imported records.") { $0 }
+        user = o.option("--user", valueName: "id", help: "Owner.")
+        o.variadic("file", help: "The NDJSON files to import.")
+      }
+    }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
+
+  enum Fail: ParsableCommand {
+    static let name = "fail"
+    static let abstract = "Fails on purpose."
+    struct Options: ParsableOptions {
+      var how: String?
+      init(_ o: inout OptionReader) { how = o.option("--how", valueName: "kind", help: "locked, plain, usage or code.") }
+    }
+    static func run(_ options: Options, in context: CommandContext) throws {
+      switch options.how {
+      case "locked": throw Locked()
+      case "plain": throw Plain()
+      case "usage": throw ValidationError("bad combination")
+      default: context.exit(.findings)
+      }
+    }
+  }
+
+  enum Leaf: ParsableCommand {
+    static let name = "list"
+    static let abstract = "List remotes."
+    struct Options: ParsableOptions { init(_ o: inout OptionReader) {} }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
+
+  enum Add: ParsableCommand {
+    static let name = "add"
+    static let abstract = "Add a remote."
+    struct Options: ParsableOptions {
+      var url: String?
+      init(_ o: inout OptionReader) { url = o.argument("url", help: "The URL.") }
+    }
+    static func run(_ options: Options, in context: CommandContext) throws {}
+  }
+
+  static let root = Command.group(
     name: "chatdb",
     abstract: "Inspect and maintain chat databases.",
     subcommands: [
-      Command(
-        name: "migrate",
-        abstract: "Apply pending schema migrations.",
-        discussion: "Migrations run in one transaction per version.",
-        arguments: [Argument(name: "file", help: "The database file.")],
-        options: [
-          .value("--to", valueName: "n", help: "Migrate to version n (default: latest)."),
-          .flag("--dry-run", help: "Print the migrations and their SQL without changing the file."),
-        ],
-        subcommands: [
-          Command(name: "status", abstract: "Show the schema version and pending migrations.", run: { _ in 0 }),
-        ],
-        run: { _ in 0 }
-      ),
-      Command(
-        name: "evict",
-        abstract: "Remove old cached media.",
-        options: [
-          .value("--older-than", valueName: "age", help: "Only media older than age."),
-          .value("--max-size", valueName: "size", help: "Evict until the cache is below size."),
-          .flag("--dry-run", help: "Show what would be removed."),
-          .value("--user", valueName: "id", help: "Only this user's media."),
-        ] + shared,
-        run: { args in
-          let user = try args.value("--user") { text -> Int64? in
-            guard let id = Int64(text) else { return nil }
-            guard id > 0 else { throw Reason() }
-            return id
-          }
-          if user != nil && args.value("--data-dir") != nil {
-            throw args.usageError("--user and --data-dir cannot be used together")
-          }
-          return 0
-        }
-      ),
-      Command(
-        name: "import",
-        abstract: "Import NDJSON files.",
-        arguments: [Argument(name: "file", help: "The NDJSON files to import.", isVariadic: true)],
-        options: [
-          .value("-t", "--tag", valueName: "tag", help: "Tag imported records.", repeatable: true),
-          .value("--user", valueName: "id", help: "Owner."),
-        ],
-        run: { _ in 0 }
-      ),
-      Command(
-        name: "fail",
-        abstract: "Fails on purpose.",
-        options: [.value("--how", valueName: "kind", help: "locked, plain, usage or code.")],
-        run: { args in
-          switch args.value("--how") {
-          case "locked": throw Locked()
-          case "plain": throw Plain()
-          case "usage": throw args.usageError("bad combination")
-          default: return 5
-          }
-        }
-      ),
-      Command(
-        name: "remote",
-        abstract: "Manage sync remotes.",
-        subcommands: [
-          Command(name: "add", abstract: "Add a remote.", arguments: [Argument(name: "url", help: "The URL.")], run: { _ in 0 }),
-          Command(name: "list", abstract: "List remotes.", run: { _ in 0 }),
-        ]
-      ),
+      Command(Migrate.self, subcommands: [Command(Status.self)]),
+      Command(Evict.self),
+      Command(Import.self),
+      Command(Fail.self),
+      Command.group(name: "remote", abstract: "Manage sync remotes.", subcommands: [Command(Add.self), Command(Leaf.self)]),
     ]
   )
 

@@ -76,7 +76,7 @@ import Testing
     try makeDatabase(at: 1, path: path, owner: 3)
     let run = try chatdb("migrate", "--db", path, "--json")
     #expect(run.status == 0, "\(run.stderr)")
-    let json = try jsonObject(run.stdout)
+    let json = try fileResult(run)
     #expect(json["fromVersion"] as? Int == 1)
     #expect(json["toVersion"] as? Int == Migration.shipped.count)
     #expect(json["backup"] as? String == path + ".bak-v1")
@@ -167,14 +167,14 @@ import Testing
     #expect(run.status == 1)
     #expect(run.stdout.contains("chats-99.db"))
     #expect(run.stdout.contains("FAILED"))
-    #expect(run.stdout.contains("\(latest + 2) file(s) in \(folder.path): \(latest + 1) ok, 1 failed"), "\(run.stdout)")
+    #expect(run.stdout.contains("\(latest + 2) file(s) in \(folder.path): \(latest + 1) ok (\(latest) changed), 1 failed"), "\(run.stdout)")
     for (path, counts) in expected {
       #expect(try userVersion(path) == latest, "\(path)")
       #expect(try rowCounts(path) == counts, "\(path)")
     }
     #expect(try Data(contentsOf: URL(fileURLWithPath: corrupt)) == Data(repeating: 0xAB, count: 8192))
 
-    let json = try jsonObject(try chatdb("migrate", "status", "--data-dir", folder.path, "--all", "--json").stdout)
+    let json = try summary(try chatdb("migrate", "status", "--data-dir", folder.path, "--all", "--json"))
     #expect(json["failed"] as? Int == 1)
   }
 
@@ -186,7 +186,7 @@ import Testing
     #expect(run.status == 0, "\(run.stderr)")
     #expect(run.stdout.contains("Schema version:  1 (latest \(Migration.shipped.count))"))
     #expect(run.stdout.contains("0002_conversations.sql"))
-    let json = try jsonObject(try chatdb("migrate", "status", "--db", path, "--json").stdout)
+    let json = try fileResult(try chatdb("migrate", "status", "--db", path, "--json"))
     #expect(json["version"] as? Int == 1)
     #expect((json["pending"] as? [Any])?.count == Migration.shipped.count - 1)
     #expect((json["fileSize"] as? Int ?? 0) > 0)

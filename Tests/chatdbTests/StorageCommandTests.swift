@@ -35,14 +35,14 @@ import Testing
     let path = folder.file("chats-1.db")
     let run = try chatdb("usage", "--user", "1", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
     #expect(run.status == 0, "\(run.stderr)")
-    let json = try jsonObject(run.stdout)
+    let json = try fileResult(run)
     #expect(json["totalBytes"] as? Int == Int(FileSystem.databaseSize(atPath: path)))
     #expect(json["messages"] as? Int == 5_000)
     let conversations = try #require(json["conversations"] as? [[String: Any]])
     #expect(conversations.reduce(0) { $0 + ($1["messages"] as? Int ?? 0) } == 5_000)
     let tables = try #require(json["tables"] as? [[String: Any]])
     #expect(tables.contains { $0["name"] as? String == "Messages_by_conversation" && $0["index"] as? Bool == true })
-    let disk = try #require(json["disk"] as? [String: Any])
+    let disk = try #require(try summary(run)["disk"] as? [String: Any])
     #expect(disk["level"] as? String == "ok")
     #expect((disk["available"] as? Int ?? 0) > 0)
 
@@ -66,15 +66,21 @@ import Testing
     #expect(run.stdout.contains(": \(level) (low below"))
     if status != 0 {
       // Suggestions with the bytes they free, from the evict planner.
-      #expect(run.stdout.contains("chatdb evict --user 1 --older-than 180d  frees"))
+      // A suggestion runs as printed: same data folder, same --now (issue 9, item 4).
+      let printed = "chatdb evict --data-dir \(folder.path) --user 1 --older-than 180d --now 2026-01-01T00:00:00.000Z"
+      #expect(run.stdout.contains(printed + "  frees"), "\(run.stdout)")
       let dry = try chatdb("evict", "--user", "1", "--data-dir", folder.path, "--older-than", "180d", "--now", Self.now, "--dry-run", "--json")
-      let plan = try jsonObject(dry.stdout)
+      let plan = try fileResult(dry)
       let frees = (plan["fileBytes"] as? Int ?? 0) - (plan["expectedSize"] as? Int ?? 0)
-      let json = try jsonObject(
-        try chatdb(["usage", "--user", "1", "--data-dir", folder.path, "--json", "--now", Self.now] + thresholds).stdout)
+      let json = try summary(try chatdb(["usage", "--user", "1", "--data-dir", folder.path, "--json", "--now", Self.now] + thresholds))
       let suggestions = try #require(json["suggestions"] as? [[String: Any]])
-      let byAge = try #require(suggestions.first { ($0["command"] as? String)?.hasSuffix("--older-than 180d") == true })
+      let byAge = try #require(suggestions.first { ($0["command"] as? String)?.hasSuffix("--older-than 180d --now 2026-01-01T00:00:00.000Z") == true })
       #expect(byAge["frees"] as? Int == frees)
+      // Run exactly as printed (without the program name), it deletes what it promised.
+      let words = printed.split(separator: " ").dropFirst().map(String.init)
+      let ran = try chatdb(words + ["--json"])
+      #expect(ran.status == 0, "\(ran.stderr)")
+      #expect(try fileResult(ran)["deletedMessages"] as? Int == plan["messages"] as? Int)
     }
   }
 
@@ -87,8 +93,8 @@ import Testing
     try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: broken))
     let run = try chatdb("usage", "--all", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
     #expect(run.status == 1)
-    #expect(run.stderr.contains("chats-2.db"))
-    let json = try jsonObject(run.stdout)
+    #expect(run.stdout.contains("chats-2.db"))
+    let json = try envelope(run)
     let files = try #require(json["files"] as? [[String: Any]])
     #expect(files.count == 3)
     #expect(files.filter { $0["error"] != nil }.count == 1)
@@ -113,14 +119,14 @@ import Testing
     let dry = try chatdb(args + ["--dry-run", "--json"])
     #expect(dry.status == 0, "\(dry.stderr)")
     #expect(try Self.messageIDs(path) == before)
-    let plan = try jsonObject(dry.stdout)
+    let plan = try fileResult(dry)
     let text = try chatdb(args + ["--dry-run"])
     #expect(text.stdout.contains("would delete \(plan["messages"] as? Int ?? -1) messages"))
     #expect(try Self.messageIDs(path) == before)
 
     let run = try chatdb(args + ["--json"])
     #expect(run.status == 0, "\(run.stderr)")
-    let result = try jsonObject(run.stdout)
+    let result = try fileResult(run)
     #expect(result["deletedMessages"] as? Int == plan["messages"] as? Int)
     #expect((result["freedBytes"] as? Int ?? 0) > 0)
     #expect(result["fileSizeAfter"] as? Int == Int(FileSystem.size(atPath: path) ?? -1))

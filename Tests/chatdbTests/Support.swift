@@ -114,3 +114,26 @@ func rowCounts(_ path: String) throws -> [Int64] {
 func userVersion(_ path: String) throws -> Int {
   Int(try Database(path: path, mode: .readOnly).int64("PRAGMA user_version") ?? -1)
 }
+
+/// The `--json` envelope of a run, checked for the keys every command prints.
+func envelope(_ run: Run) throws -> [String: Any] {
+  let object = try jsonObject(run.stdout)
+  #expect(Set(object.keys).isSuperset(of: ["command", "ok", "exitCode", "files", "summary"]), "\(run.stdout)")
+  #expect(object["exitCode"] as? Int == Int(run.status))
+  return object
+}
+
+/// The entries of the envelope's `files`.
+func fileEntries(_ run: Run) throws -> [[String: Any]] {
+  try #require(try envelope(run)["files"] as? [[String: Any]])
+}
+
+/// The `result` of the envelope's only (or first) file.
+func fileResult(_ run: Run) throws -> [String: Any] {
+  try #require(try fileEntries(run).first?["result"] as? [String: Any], "\(run.stdout)")
+}
+
+/// The envelope's `summary`.
+func summary(_ run: Run) throws -> [String: Any] {
+  try #require(try envelope(run)["summary"] as? [String: Any])
+}

@@ -18,7 +18,7 @@ public final class CommandContext: @unchecked Sendable {
   /// The command as typed, e.g. `chatdb index verify`: the envelope's `command`.
   public let commandPath: String
   /// The exit status so far; set by `report`, `fail` and `exit`.
-  public private(set) var status: ExitStatus = .success
+  public private(set) var status: ExitCode = .success
   /// Send the report to stderr because stdout carries the command's data (`export -o -`).
   public var reportToStandardError = false
 
@@ -38,7 +38,7 @@ public final class CommandContext: @unchecked Sendable {
   }
 
   /// Sets the exit status without an error (e.g. `usage --check` → `diskLow`).
-  public func exit(_ status: ExitStatus) { self.status = status }
+  public func exit(_ status: ExitCode) { self.status = status }
 
   /// A progress line on stderr, silent unless stderr is a terminal.
   public func progress(_ label: String, total: Int64?, unit: String) -> Progress {
@@ -190,11 +190,11 @@ public struct FileResult: Sendable {
   /// The cells after FILE in an `--all` table.
   public var row: [String]
   /// This file's outcome when it is not plain success (e.g. `findings`).
-  public var status: ExitStatus
+  public var status: ExitCode
   /// Figures summed over the files into the envelope's `summary` (e.g. `bytesFreed`).
   public var totals: [String: Int64]
 
-  public init(json: JSONValue, text: String, row: [String] = [], status: ExitStatus = .success, totals: [String: Int64] = [:]) {
+  public init(json: JSONValue, text: String, row: [String] = [], status: ExitCode = .success, totals: [String: Int64] = [:]) {
     self.json = json
     self.text = text
     self.row = row
@@ -205,11 +205,11 @@ public struct FileResult: Sendable {
 
 /// An error as the envelope and the exit-code table see it.
 public struct Failure: Error, Sendable {
-  public var status: ExitStatus
+  public var status: ExitCode
   public var message: String
 
   public init(_ error: any Error) {
-    status = ExitStatus(for: error)
+    status = ExitCode(for: error)
     // One line, whatever the error's text holds.
     message = (errorMessage(error) ?? String(describing: error))
       .split(whereSeparator: \.isNewline).joined(separator: " ")

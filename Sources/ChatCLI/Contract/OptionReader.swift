@@ -136,9 +136,17 @@ public struct OptionReader {
 
   // MARK: - Positional arguments
 
-  /// A positional argument; "" in describing mode and when an optional one is absent.
+  /// A positional argument; nil in describing mode and when an optional one is absent
+  /// (the parser refuses a missing required one).
   public mutating func argument(_ name: String, help: String, optional: Bool = false) -> String? {
     arguments.append(Argument(name: name, help: help, isOptional: optional))
     return parsed?.positional(name)
+  }
+
+  /// A variadic positional argument that collects the remaining words.
+  @discardableResult
+  public mutating func variadic(_ name: String, help: String, optional: Bool = false) -> [String] {
+    arguments.append(Argument(name: name, help: help, isOptional: optional, isVariadic: true))
+    return parsed?.positionals(name) ?? []
   }
 }

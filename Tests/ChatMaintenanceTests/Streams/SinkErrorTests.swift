@@ -46,7 +46,7 @@ extension Streams {
       #expect(error.path == nil)
     }
 
-    @Test func aBrokenPipeIsIO() throws {
+    @Test func aBrokenPipeIsItsOwnKind() throws {
       var ends: [Int32] = [0, 0]
       try #require(pipe(&ends) == 0)
       close(ends[0])
@@ -60,7 +60,7 @@ extension Streams {
           try sink.write("a line\n")
           try sink.finish()
         })
-      #expect(error.kind == .io)
+      #expect(error.kind == .brokenPipe)
       #expect(error.message == "cannot write <stdout>: Broken pipe")
     }
   }

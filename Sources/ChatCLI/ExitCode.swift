@@ -4,7 +4,7 @@ import ChatStore
 /// programs, mirrored by the README's "Exit codes" section (a test checks both agree).
 ///
 /// Codes from 64 up follow sysexits.h; the low codes are the tools' own outcomes.
-public enum ExitStatus: Int32, CaseIterable, Sendable {
+public enum ExitCode: Int32, CaseIterable, Sendable {
   case success = 0
   /// Some files of an `--all` run failed; each is reported. Never used for anything else.
   case partialFailure = 1
@@ -80,7 +80,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
   public init(for error: any Error) {
     switch error {
     case is UsageError: self = .usage
-    case let error as StoreError: self = ExitStatus(error.kind)
+    case let error as StoreError: self = ExitCode(error.kind)
     case let error as SQLiteError:
       if error.isBusy {
         self = .busy
@@ -91,7 +91,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
       } else {
         self = .internalError
       }
-    case let error as any ExitCodeProviding: self = ExitStatus(rawValue: error.exitCode) ?? .internalError
+    case let error as any ExitCodeProviding: self = ExitCode(rawValue: error.exitCode) ?? .internalError
     default: self = .internalError
     }
   }
