@@ -31,7 +31,7 @@ public struct EvictionResult: Sendable {
   public var maxChunkMillis: Double
   /// How long a `VACUUM` held the lock, when one was needed (milliseconds).
   public var vacuumMillis: Double?
-  /// Database file, `-wal` and `-shm` before and after (each after a WAL checkpoint).
+  /// Database file and `-wal` before and after (each after a WAL checkpoint).
   public var sizeBefore: Int64
   public var sizeAfter: Int64
   /// The database file alone after eviction.

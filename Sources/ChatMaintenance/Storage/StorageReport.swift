@@ -43,11 +43,15 @@ public struct StorageReport: Sendable {
   }
 
   public var path: String
-  /// The database file, its `-wal` and `-shm`.
+  /// The database file.
   public var fileBytes: Int64
+  /// Its `-wal`: commits not yet checkpointed into the file.
   public var walBytes: Int64
+  /// Its `-shm`, shown for completeness: the WAL index in shared memory, not data, and
+  /// never counted in `totalBytes` (see `FileSystem.databaseSize`).
   public var shmBytes: Int64
-  public var totalBytes: Int64 { fileBytes + walBytes + shmBytes }
+  /// The data on disk: the file and its `-wal`.
+  public var totalBytes: Int64 { fileBytes + walBytes }
   public var pageSize: Int64
   public var pageCount: Int64
   /// Free pages (reclaimable by `chatdb evict`'s reclaim step or VACUUM).
@@ -71,7 +75,7 @@ public struct StorageReport: Sendable {
       let db = try Database(path: path, mode: .readOnly)
       return try db.read { try measure($0) }
     } catch {
-      throw StoreError.from(error, path: path, doing: "measure")
+      throw StoreError.from(error, path: path, doing: "measure", otherwise: .readFailed)
     }
   }
 
@@ -160,7 +164,7 @@ public struct StorageReport: Sendable {
 public struct StorageSuggestion: Sendable, Equatable {
   /// The `chatdb evict` options, e.g. `["--older-than", "180d"]`.
   public var arguments: [String]
-  /// Bytes the file (with its `-wal` and `-shm`) would shrink by.
+  /// Bytes the file (with its `-wal`) would shrink by.
   public var frees: Int64
   /// Messages it would delete.
   public var messages: Int64
@@ -200,7 +204,7 @@ public struct StorageSuggestion: Sendable, Equatable {
         return result
       }
     } catch {
-      throw StoreError.from(error, path: path, doing: "plan suggestions for")
+      throw StoreError.from(error, path: path, doing: "plan suggestions for", otherwise: .readFailed)
     }
   }
 }

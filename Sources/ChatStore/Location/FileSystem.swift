@@ -58,9 +58,13 @@ public enum FileSystem {
     return "."
   }
 
-  /// A database file and its `-wal` and `-shm` companions, in bytes.
+  /// A database file and its `-wal`, in bytes: the data it holds on disk.
+  ///
+  /// The `-shm` is left out: it is the WAL index in shared memory (32 KiB a block),
+  /// rebuilt from the `-wal` and removed when the last connection closes, not data.
+  /// See <https://sqlite.org/walformat.html#shm>.
   public static func databaseSize(atPath path: String) -> Int64 {
-    ["", "-wal", "-shm"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
+    ["", "-wal"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
   }
 }
 
