@@ -101,8 +101,14 @@ public struct StorageReport: Sendable {
   public static func measure(path: String) throws -> StorageReport {
     do {
       guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path) does not exist", path: path) }
+      // With no -wal, no connection is open: an empty -wal and the -shm seen while
+      // measuring are the report's own connection's (removed when it closes), not the
+      // file's. A writer that came meanwhile and wrote leaves a -wal that is not empty.
+      let hadWAL = FileSystem.exists(path + "-wal")
       let db = try Database(path: path, mode: .readOnly)
-      return try db.read { try measure($0) }
+      var report = try db.read { try measure($0) }
+      if !hadWAL && report.walBytes == 0 { report.shmBytes = 0 }
+      return report
     } catch {
       throw StoreError.from(error, path: path, doing: "measure", otherwise: .readFailed)
     }

@@ -55,6 +55,15 @@ import Testing
     #expect(FileSystem.size(atPath: path) == size)
   }
 
+  @Test func aClosedFileIsReportedWithoutCompanions() throws {
+    let (folder, path) = try Health.generatedFile()
+    _ = folder
+    let report = try StorageReport.measure(path: path)
+    #expect(report.walBytes == 0)
+    #expect(report.shmBytes == 0, "the -shm of the report's own connection is not the file's")
+    #expect(report.totalBytes == FileSystem.size(atPath: path))
+  }
+
   @Test func sizesNeverCountTheSharedMemoryFile() throws {
     let (folder, path) = try Health.generatedFile()
     _ = folder
