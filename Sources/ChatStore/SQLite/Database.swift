@@ -31,7 +31,8 @@ public final class Database {
     /// read-write with `PRAGMA query_only`: the last connection to close then removes
     /// the companions it made. When a `-wal` exists, a writer owns it and the file is
     /// opened `SQLITE_OPEN_READONLY`, using the writer's `-wal` and `-shm`.
-    /// See <https://sqlite.org/pragma.html#pragma_query_only>.
+    /// `query_only` also refuses temporary tables and `VACUUM INTO`: use `.readWrite`
+    /// for those. See <https://sqlite.org/pragma.html#pragma_query_only>.
     case readOnly
   }
 
