@@ -359,3 +359,81 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     }
   }
 }
+
+/// A read-only connection must leave a user's folder as it found it: no `-wal` or
+/// `-shm` appears because a command only looked at the file.
+@Suite struct ReadOnlyFootprintTests {
+  /// How the file is left before the read: WAL mode closed cleanly (no companions), or
+  /// a rollback-journal file.
+  enum Setup: String, CaseIterable, Sendable { case walClosed, rollbackJournal }
+
+  static func makeFile(_ setup: Setup, at path: String) throws {
+    let db = try Database(path: path, mode: .create)
+    try db.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)")
+    if setup == .rollbackJournal { try db.execute("PRAGMA journal_mode = DELETE") }
+  }
+
+  @Test("A read-only connection creates no -wal or -shm and leaves the folder unchanged", arguments: Setup.allCases)
+  func leavesNoCompanions(_ setup: Setup) throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/chats-1.db"
+      try Self.makeFile(setup, at: path)
+      let before = try fileNames(in: dir)
+      #expect(before == ["chats-1.db"])
+      let content = try Data(contentsOf: URL(fileURLWithPath: path))
+      do {
+        let db = try Database(path: path, mode: .readOnly)
+        #expect(try db.int64("SELECT count(*) FROM t") == 2)
+        #expect(try db.read { try $0.int64("SELECT sum(x) FROM t") } == 3)
+      }
+      #expect(try fileNames(in: dir) == before)
+      #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == content, "the file's bytes are unchanged")
+    }
+  }
+
+  @Test("A read-only connection cannot write, whatever it opened the file with", arguments: Setup.allCases)
+  func cannotWrite(_ setup: Setup) throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/chats-1.db"
+      try Self.makeFile(setup, at: path)
+      let db = try Database(path: path, mode: .readOnly)
+      #expect { try db.execute("INSERT INTO t VALUES (3)") } throws: { error in
+        ((error as? SQLiteError)?.code ?? 0) & 0xFF == SQLiteError.ResultCode.readOnly
+      }
+      #expect(try db.int64("SELECT count(*) FROM t") == 2)
+    }
+  }
+
+  @Test("With a writer live, a reader uses its -wal, sees its commits and leaves its files to it")
+  func besideALiveWriter() throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/chats-1.db"
+      try Self.makeFile(.walClosed, at: path)
+      let writer = try Database(path: path)
+      try writer.execute("INSERT INTO t VALUES (3)")
+      let before = try fileNames(in: dir)
+      #expect(before == ["chats-1.db", "chats-1.db-shm", "chats-1.db-wal"])
+      do {
+        let reader = try Database(path: path, mode: .readOnly)
+        #expect(try reader.int64("SELECT count(*) FROM t") == 3)
+      }
+      #expect(try fileNames(in: dir) == before)
+      try writer.execute("INSERT INTO t VALUES (4)")
+      #expect(try Database(path: path, mode: .readOnly).int64("SELECT count(*) FROM t") == 4)
+    }
+    // The writer closed last and removed its companions.
+  }
+
+  @Test("A database's size is the file and its -wal; the -shm is shared memory, not data")
+  func sizeLeavesOutSharedMemory() throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/chats-1.db"
+      let db = try Database(path: path, mode: .create)
+      try db.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+      #expect(FileSystem.exists(path + "-shm"))
+      let file = try #require(FileSystem.size(atPath: path))
+      let wal = try #require(FileSystem.size(atPath: path + "-wal"))
+      #expect(FileSystem.databaseSize(atPath: path) == file + wal)
+    }
+  }
+}

@@ -7,6 +7,25 @@ import Testing
   static let latest = Fixture.latest
   static let owner: Int64 = 7
 
+  // MARK: - Reading leaves no trace
+
+  @Test("Status and a migrate with nothing to do leave the folder as they found it", arguments: [Fixture.latest, 1])
+  func readingLeavesTheFolderAlone(_ version: Int) throws {
+    try withTemporaryDirectory { dir in
+      let path = try Fixture.makeFile(at: version, in: dir, owner: Self.owner)
+      if version < Self.latest { _ = try Migrator().migrate(fileAt: path, backup: false) }
+      let before = try fileNames(in: dir)
+      #expect(before == [(path as NSString).lastPathComponent])
+      let status = try Migrator().status(ofFileAt: path)
+      #expect(status.isCurrent)
+      #expect(status.fileSize == FileSystem.size(atPath: path))
+      #expect(try fileNames(in: dir) == before)
+      let report = try Migrator().migrate(fileAt: path)
+      #expect(report.applied.isEmpty)
+      #expect(try fileNames(in: dir) == before)
+    }
+  }
+
   // MARK: - Every version to the latest
 
   @Test("Every shipped version migrates to the latest: no row lost, same schema as a fresh file", arguments: Array(0...Fixture.latest))

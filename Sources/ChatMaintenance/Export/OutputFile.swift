@@ -15,6 +15,9 @@ public final class OutputFile {
   public let temporaryPath: String
   /// The descriptor to write to.
   public let fileDescriptor: Int32
+  /// Set once `fileDescriptor` is closed, so it is closed exactly once.
+  private var closed = false
+  /// Set once the file is in place: from then on the temporary name is gone.
   private var committed = false
 
   /// Creates `.<name>.tmp-<pid>` beside `path`. A symbolic link is followed (the file
@@ -44,20 +47,31 @@ public final class OutputFile {
   }
 
   /// Flushes to disk and renames the file into place.
+  ///
+  /// When this throws, the file is not in place and the temporary file is removed when
+  /// this object is released.
   public func commit() throws {
-    guard fsync(fileDescriptor) == 0 else {
-      throw StoreError(.io, "cannot write \(path): \(String(cString: strerror(errno)))", path: path)
+    guard !committed else { return }
+    if !closed {
+      guard fsync(fileDescriptor) == 0 else {
+        throw StoreError(.io, "cannot write \(path): \(String(cString: strerror(errno)))", path: path)
+      }
+      closed = true
+      // close(2) can report a failed write-back (NFS, quotas); the descriptor is gone
+      // either way.
+      guard close(fileDescriptor) == 0 else {
+        throw StoreError(.io, "cannot write \(path): \(String(cString: strerror(errno)))", path: path)
+      }
     }
-    close(fileDescriptor)
-    committed = true
+    // Committed only once the rename succeeded: a failed rename leaves the temporary
+    // file ours to remove.
     try FileSystem.rename(temporaryPath, to: path)
+    committed = true
   }
 
   deinit {
-    if !committed {
-      close(fileDescriptor)
-      unlink(temporaryPath)
-    }
+    if !closed { close(fileDescriptor) }
+    if !committed { unlink(temporaryPath) }
   }
 }
 

@@ -118,7 +118,7 @@ public struct HealthCheck: Sendable {
     if let sqlite = error as? SQLiteError, sqlite.isCorruptOrNotADatabase {
       return .damaged("\(path): not a SQLite database or damaged (\(sqlite.message))")
     }
-    let store = StoreError.from(error, path: path, doing: "check")
+    let store = StoreError.from(error, path: path, doing: "check", otherwise: .readFailed)
     if store.kind == .notADatabase { return .damaged(store.message) }
     return .failed(store.kind, store.message)
   }

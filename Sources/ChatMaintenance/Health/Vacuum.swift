@@ -2,14 +2,23 @@ import ChatStore
 import Foundation
 
 /// What a `VACUUM` did, in file sizes measured before and after (not estimates).
+///
+/// For `VACUUM INTO` (`isCopy`) the original is untouched: `bytesBefore` is its size,
+/// `bytesAfter` the new copy's, and nothing is freed.
 public struct VacuumReport: Sendable, Hashable {
   public var path: String
   /// The new file written by `VACUUM INTO`, if that was asked for.
   public var into: String?
-  /// The database with its `-wal`, before.
+  /// The database with its `-wal` (`FileSystem.databaseSize`), before.
   public var bytesBefore: Int64
   /// The rebuilt file (the original, or the `--into` copy), after.
   public var bytesAfter: Int64
+
+  /// Whether this was `VACUUM INTO`: `bytesAfter` is then the size of a new, compacted
+  /// copy and the original is unchanged, so nothing was freed.
+  public var isCopy: Bool { into != nil }
+  /// Bytes given back to the file system (0 for a copy).
+  public var bytesFreed: Int64 { isCopy ? 0 : max(bytesBefore - bytesAfter, 0) }
 }
 
 /// Rebuilds a database file without its free pages: `VACUUM`, or `VACUUM INTO` a new
@@ -17,7 +26,7 @@ public struct VacuumReport: Sendable, Hashable {
 ///
 /// ```swift
 /// let report = try DatabaseVacuum.run(path: "chats-1.db")
-/// print(report.bytesBefore - report.bytesAfter, "bytes freed")
+/// print(report.bytesFreed, "bytes freed")
 /// ```
 /// See <https://sqlite.org/lang_vacuum.html>.
 public enum DatabaseVacuum {
@@ -49,15 +58,22 @@ public enum DatabaseVacuum {
     let before = FileSystem.databaseSize(atPath: path)
     let needed = before + margin
     let target = into ?? path
-    let folder = (target as NSString).deletingLastPathComponent
-    for place in [folder.isEmpty ? "." : folder, temporaryFolder()] {
+    for place in [FileSystem.folder(of: target), temporaryFolder()] {
       try DiskSpace.require(needed, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
     }
     do {
       let db = try Database(path: path)
       if let into {
-        try db.execute("VACUUM INTO ?", [into])
-        _ = chmod(into, 0o600)
+        // Made private before a byte is copied (SQLite would create it 0644 less the
+        // umask); VACUUM INTO accepts an empty file. See <https://sqlite.org/lang_vacuum.html#vacuuminto>.
+        try FileSystem.createNewPrivateFile(atPath: into)
+        do {
+          try db.execute("VACUUM INTO ?", [into])
+        } catch {
+          // Ours (created with O_EXCL above): a partial copy is not left looking finished.
+          unlink(into)
+          throw error
+        }
       } else {
         try db.execute("VACUUM")
         try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -31,7 +31,7 @@ public struct EvictionPlan: Sendable {
   public var bytes: Int64?
   /// SQLite page size.
   public var pageSize: Int64
-  /// The database file, its `-wal` and `-shm` now.
+  /// The database file and its `-wal` now (`FileSystem.databaseSize`).
   public var fileBytes: Int64
   /// Pages in use now (file pages minus free pages), in bytes: the file's size once
   /// its free pages are given back.

@@ -31,7 +31,7 @@ public struct EvictionResult: Sendable {
   public var maxChunkMillis: Double
   /// How long a `VACUUM` held the lock, when one was needed (milliseconds).
   public var vacuumMillis: Double?
-  /// Database file, `-wal` and `-shm` before and after (each after a WAL checkpoint).
+  /// Database file and `-wal` before and after (each after a WAL checkpoint).
   public var sizeBefore: Int64
   public var sizeAfter: Int64
   /// The database file alone after eviction.
@@ -290,9 +290,8 @@ public final class Evictor {
       // file again into the WAL: both need room for it.
       let pageSize = try db.int64("PRAGMA page_size") ?? 4096
       let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
-      let folder = (db.path as NSString).deletingLastPathComponent
       let temporary = options.temporaryDirectory ?? FileSystem.sqliteTemporaryDirectory()
-      for place in [folder.isEmpty ? "." : folder, temporary] {
+      for place in [FileSystem.folder(of: db.path), temporary] {
         let space = try DiskSpace.of(place)
         if space.available < needed {
           note =

@@ -14,6 +14,31 @@ public enum FileSystem {
     close(fd)
   }
 
+  /// Creates a new, empty file with mode 0600; throws `.badInput` when something is
+  /// already at `path` (`O_EXCL`: never opens a file another process made).
+  public static func createNewPrivateFile(atPath path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else {
+      let code = errno
+      if code == EEXIST { throw StoreError(.badInput, "\(path) already exists", path: path) }
+      throw StoreError.posix(code, path: path, doing: "create")
+    }
+    close(fd)
+  }
+
+  /// The folder that holds `path`: what comes before its last `/`, `.` for a bare
+  /// name, `/` for a file at the root.
+  ///
+  /// Foundation's `NSString.deletingLastPathComponent` traps on a one-character path
+  /// such as `x`, and these paths come from the command line.
+  public static func folder(of path: String) -> String {
+    var trimmed = Substring(path)
+    while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+    let folder = trimmed[..<slash]
+    return folder.isEmpty ? "/" : String(folder)
+  }
+
   /// Creates a folder and its missing parents with mode 0700.
   public static func createPrivateDirectory(atPath path: String) throws {
     do {
@@ -58,9 +83,13 @@ public enum FileSystem {
     return "."
   }
 
-  /// A database file and its `-wal` and `-shm` companions, in bytes.
+  /// A database file and its `-wal`, in bytes: the data it holds on disk.
+  ///
+  /// The `-shm` is left out: it is the WAL index in shared memory (32 KiB a block),
+  /// rebuilt from the `-wal` and removed when the last connection closes, not data.
+  /// See <https://sqlite.org/walformat.html#shm>.
   public static func databaseSize(atPath path: String) -> Int64 {
-    ["", "-wal", "-shm"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
+    ["", "-wal"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
   }
 }
 
@@ -79,9 +108,8 @@ public struct DiskSpace: Sendable, Equatable {
   /// Measures the file system that holds `path` (or its nearest existing parent).
   public static func of(_ path: String) throws -> DiskSpace {
     var probe = path
-    while !FileSystem.exists(probe), probe != "/", !probe.isEmpty {
-      probe = (probe as NSString).deletingLastPathComponent
-      if probe.isEmpty { probe = "." }
+    while !FileSystem.exists(probe), probe != "/", probe != "." {
+      probe = FileSystem.folder(of: probe)
     }
     var info = statvfs()
     guard statvfs(probe, &info) == 0 else { throw StoreError.posix(errno, path: probe, doing: "measure free space of") }

@@ -40,7 +40,7 @@ public struct SchemaStatus: Sendable {
   public var drift: [MigrationDrift]
   /// True for a file made by the seed's app: the three tables, no migration records.
   public var isSeedFile: Bool
-  /// The file plus its `-wal` and `-shm`, in bytes.
+  /// The file plus its `-wal`, in bytes (`FileSystem.databaseSize`).
   public var fileSize: Int64
 
   /// Whether the file was written by a newer chatdb.

@@ -22,7 +22,17 @@ public final class Database {
     case readWrite
     /// Read and write; the file is created (mode 0600) when missing.
     case create
-    /// Read only; no pragma that writes is issued.
+    /// Read only: every write fails with `SQLITE_READONLY`, and the folder is left as it
+    /// was found (no `-wal` or `-shm` stays behind once the connection closes).
+    ///
+    /// SQLite's read-only connections create a WAL file's `-wal` and `-shm` when missing
+    /// and, unable to checkpoint, leave them behind (<https://sqlite.org/wal.html#readonly>).
+    /// So when the file has no `-wal` (no connection is open on it) this mode opens it
+    /// read-write with `PRAGMA query_only`: the last connection to close then removes
+    /// the companions it made. When a `-wal` exists, a writer owns it and the file is
+    /// opened `SQLITE_OPEN_READONLY`, using the writer's `-wal` and `-shm`.
+    /// `query_only` also refuses temporary tables and `VACUUM INTO`: use `.readWrite`
+    /// for those. See <https://sqlite.org/pragma.html#pragma_query_only>.
     case readOnly
   }
 
@@ -40,7 +50,9 @@ public final class Database {
   public init(path: String, mode: Mode = .readWrite, busyTimeout: Int32 = Database.defaultBusyTimeout) throws {
     var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
     switch mode {
-    case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .readOnly:
+      let hasWAL = path != ":memory:" && FileSystem.exists(path + "-wal")
+      flags |= hasWAL || path == ":memory:" ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     case .readWrite: flags |= SQLITE_OPEN_READWRITE
     case .create:
       flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -58,6 +70,9 @@ public final class Database {
     self.path = path
     sqlite3_extended_result_codes(db, 1)
     sqlite3_busy_timeout(db, busyTimeout)
+    // Before the first read: a read-only connection may hold a read-write handle (see
+    // `Mode.readOnly`), and this is what keeps it from writing.
+    if mode == .readOnly { try execute("PRAGMA query_only = ON") }
     // Reading the schema makes SQLite parse the header: a file that is not a database
     // or is damaged fails here, not at its first real use.
     try execute("SELECT count(*) FROM sqlite_schema")

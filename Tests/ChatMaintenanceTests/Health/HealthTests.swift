@@ -251,6 +251,57 @@ import Testing
       #expect(throws: StoreError.self) { try DatabaseVacuum.run(path: path, into: copy) }
     }
 
+    @Test func vacuumIntoReportsACopyNotSpaceFreed() throws {
+      let (folder, path) = try Health.generatedFile()
+      do {
+        let db = try Database(path: path)
+        try db.execute("DELETE FROM Messages WHERE id % 2 = 0")
+      }
+      let source = FileSystem.databaseSize(atPath: path)
+      let copy = folder.file("copy.db")
+      let report = try DatabaseVacuum.run(path: path, into: copy)
+      #expect(report.isCopy)
+      #expect(report.bytesBefore == source)
+      #expect(report.bytesAfter == FileSystem.size(atPath: copy))
+      #expect(report.bytesAfter < report.bytesBefore, "the copy is compacted")
+      #expect(report.bytesFreed == 0, "the source is untouched: nothing was freed")
+      #expect(FileSystem.databaseSize(atPath: path) == source)
+    }
+
+    @Test func aLeftoverSharedMemoryFileIsNotSpaceFreed() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      _ = try DatabaseVacuum.run(path: path)
+      let size = try #require(FileSystem.size(atPath: path))
+      // What a read-only connection used to leave behind: an empty -wal and a 32 KiB -shm.
+      #expect(FileManager.default.createFile(atPath: path + "-wal", contents: Data()))
+      #expect(FileManager.default.createFile(atPath: path + "-shm", contents: Data(count: 32 << 10)))
+      let report = try DatabaseVacuum.run(path: path)
+      #expect(!report.isCopy)
+      #expect(report.bytesBefore == size)
+      #expect(report.bytesFreed == 0)
+      #expect(report.bytesAfter == FileSystem.size(atPath: path))
+    }
+
+    @Test func aFailedVacuumIntoLeavesNoCopy() throws {
+      let (folder, path) = try Health.generatedFile()
+      let (page, pageSize): (Int64, Int64)
+      do {
+        let db = try Database(path: path, mode: .readOnly)
+        page = try #require(try db.int64("SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
+        pageSize = try #require(try db.int64("PRAGMA page_size"))
+      }
+      let handle = try #require(FileHandle(forUpdatingAtPath: path))
+      try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+      try handle.write(contentsOf: Data((0..<Int(pageSize)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
+      try handle.close()
+
+      let copy = folder.file("copy.db")
+      #expect(throws: StoreError.self) { try DatabaseVacuum.run(path: path, into: copy) }
+      #expect(!FileSystem.exists(copy), "no partial copy (created with SQLite's default mode) is left behind")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["chats-1.db"])
+    }
+
     @Test func vacuumRefusesWithoutRoomForACopy() throws {
       let (folder, path) = try Health.generatedFile()
       _ = folder
