@@ -49,8 +49,7 @@ public enum DatabaseVacuum {
     let before = FileSystem.databaseSize(atPath: path)
     let needed = before + margin
     let target = into ?? path
-    let folder = (target as NSString).deletingLastPathComponent
-    for place in [folder.isEmpty ? "." : folder, temporaryFolder()] {
+    for place in [FileSystem.parentFolder(of: target), temporaryFolder()] {
       try DiskSpace.require(needed, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
     }
     do {

@@ -290,9 +290,8 @@ public final class Evictor {
       // file again into the WAL: both need room for it.
       let pageSize = try db.int64("PRAGMA page_size") ?? 4096
       let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
-      let folder = (db.path as NSString).deletingLastPathComponent
       let temporary = options.temporaryDirectory ?? FileSystem.sqliteTemporaryDirectory()
-      for place in [folder.isEmpty ? "." : folder, temporary] {
+      for place in [FileSystem.parentFolder(of: db.path), temporary] {
         let space = try DiskSpace.of(place)
         if space.available < needed {
           note =
