@@ -86,7 +86,7 @@ enum GenerateCommand {
       if let path = target.path {
         let (db, owner) = try StoreOptions.openForWriting(path: path, owner: target.owner)
         let generator = generator(owner: owner)
-        let importer = try HistoryImporter(database: db, owner: owner, options: importOptions)
+        let importer = try RecordWriter(database: db, owner: owner, options: importOptions)
         let summary = try importer.write({ emit in try generator.generate(emit) }) {
           progress.update(completed: done + $0.records)
         }

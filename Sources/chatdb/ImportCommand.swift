@@ -48,7 +48,7 @@ enum ImportCommand {
     // and the decoded size tells how much room the import needs.
     var expected: Int64?
     if input != "-" {
-      let verification = try HistoryImporter.verify(path: input)
+      let verification = try ExportVerifier.verify(path: input)
       expected = verification.records
       if let exporter = verification.userID, let owner, exporter != owner {
         throw StoreError(.badInput, "\(input): this history belongs to user \(exporter), not \(owner) (nothing was imported)", path: input)
