@@ -12,8 +12,10 @@ enum EvictCommand: ParsableCommand {
     Policies combine: --conversation narrows everything to those conversations (alone \
     it deletes them whole); --older-than deletes messages created before now minus AGE \
     (a message exactly at the cutoff stays); --max-size then deletes the oldest \
-    remaining messages until the database file fits, or with --least-recent whole \
-    conversations, least recently active first; --keep-last N protects the newest N \
+    remaining messages until the database file should fit, or with --least-recent \
+    whole conversations, least recently active first (the size after is estimated from \
+    the pages the rows use: when the file still does not fit, the result says so and \
+    running again deletes more); --keep-last N protects the newest N \
     messages of every conversation from all of it. Outbox requests and users are never \
     touched. Deletes run in short transactions (about 50 ms each) so chat-sync can keep \
     writing; an interrupted run leaves a consistent file and running it again finishes \
@@ -166,7 +168,7 @@ enum EvictCommand: ParsableCommand {
       "maxChunkMillis": .double((r.maxChunkMillis * 10).rounded() / 10),
       "vacuumMillis": r.vacuumMillis.map { .double($0.rounded()) } ?? .null, "sizeBefore": .int(r.sizeBefore),
       "sizeAfter": .int(r.sizeAfter), "freedBytes": .int(r.freedBytes), "fileSizeAfter": .int(r.fileSizeAfter),
-      "reclaim": .string(r.reclaim.rawValue), "passes": .int(Int64(r.passes)),
+      "reclaim": .string(r.reclaim.rawValue),
       "maxSize": r.plan.policy.maxSize.map { .int($0) } ?? .null,
       "targetReached": r.targetReached.map { .bool($0) } ?? .null, "note": r.note.map { .string($0) } ?? .null,
       "cutoff": r.plan.cutoff.map { .string($0) } ?? .null, "seconds": .double((seconds * 1000).rounded() / 1000),

@@ -79,12 +79,13 @@ enum GenerateCommand: ParsableCommand {
   }
 
   /// The latest `--end` whose message ids still fit (see `MessageID`).
-  static let latestEnd = "2099-12-31T23:59:59.999Z"
+  static let latestEnd = Timestamp.string(milliseconds: HistoryGenerator.maximumEnd)
 
   static func end(_ text: String) throws -> Int64? {
     guard let ms = Timestamp.milliseconds(from: text) else { throw InvalidValue("expected a date like 2026-01-31") }
-    guard ms <= Timestamp.milliseconds(from: latestEnd)!, ms >= MessageID.epochMilliseconds else {
-      throw InvalidValue("a history ends between 2020-01-01 and \(latestEnd.prefix(10))")
+    guard ms <= HistoryGenerator.maximumEnd, ms >= HistoryGenerator.minimumEnd else {
+      throw InvalidValue(
+        "a history ends between \(Timestamp.string(milliseconds: HistoryGenerator.minimumEnd).prefix(10)) and \(latestEnd.prefix(10)) (message ids hold no later time)")
     }
     return ms
   }
@@ -119,9 +120,9 @@ enum GenerateCommand: ParsableCommand {
       // Each file of a fleet gets its own stream, still fixed by the seed.
       if options.fleet != nil { generatorOptions.seed = base.seed &+ UInt64(owner) &* 0x9E37_79B9_7F4A_7C15 }
       let generator = HistoryGenerator(generatorOptions)
-      var importOptions = HistoryImporter.Options()
+      var importOptions = RecordWriter.Options()
       importOptions.batchSize = options.batchSize
-      let importer = try HistoryImporter(database: db, owner: owner, options: importOptions)
+      let importer = try RecordWriter(database: db, owner: owner, options: importOptions)
       let summary = try importer.write({ emit in try generator.generate(emit) }) { progress.update(completed: $0.records, total: perUser) }
       return FileResult(
         json: .object([

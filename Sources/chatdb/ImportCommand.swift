@@ -59,7 +59,7 @@ enum ImportCommand: ParsableCommand {
     // and the decoded size tells how much room the import needs.
     var expected: Int64?
     if input != "-" {
-      let verification = try HistoryImporter.verify(path: input)
+      let verification = try ExportVerifier.verify(path: input)
       expected = verification.records
       if let exporter = verification.userID {
         if let owner, exporter != owner {

@@ -7,19 +7,8 @@ import Foundation
 
 /// Makes the folder of `path` (mode 0700) when a command is about to create a file in it.
 func prepareFolder(for path: String) throws {
-  let folder = parentFolder(of: path)
+  let folder = FileSystem.parentFolder(of: path)
   if !FileSystem.exists(folder) { try FileSystem.createPrivateDirectory(atPath: folder) }
-}
-
-/// The folder holding `path`: "." for a bare name, "/" for a file at the root. Pure
-/// string work (Foundation's `deletingLastPathComponent` traps on one-character paths).
-func parentFolder(of path: String) -> String {
-  var trimmed = Substring(path)
-  while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-  guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-  var parent = trimmed[..<slash]
-  while parent.count > 1 && parent.hasSuffix("/") { parent = parent.dropLast() }
-  return parent.isEmpty ? "/" : String(parent)
 }
 
 /// Opens an existing file at the latest schema for `task`; refuses an older file with a

@@ -72,7 +72,7 @@ enum UsageCommand: ParsableCommand {
     if let low = options.low { thresholds.low = [low] }
     if let critical = options.critical { thresholds.critical = [critical] }
     let targets = try options.store.targets()
-    let diskPath = options.store.all ? options.store.dataDirectory : parentFolder(of: targets[0].path)
+    let diskPath = options.store.all ? options.store.dataDirectory : FileSystem.parentFolder(of: targets[0].path)
     let disk = try DiskSpace.of(diskPath)
     let level = thresholds.level(for: disk)
     let lowBytes = thresholds.lowBytes(for: disk)
@@ -88,10 +88,13 @@ enum UsageCommand: ParsableCommand {
       return FileResult(
         json: reportJSON(report, top: options.store.all ? options.top : Int.max), text: fileText(report, top: options.top, bars: terminal),
         row: [
-          ByteCount.format(report.totalBytes), ByteCount.format(report.freeBytes), String(report.messages),
+          ByteCount.format(report.totalBytes), ByteCount.format(report.reclaimableBytes), String(report.messages),
           String(report.conversations.filter { $0.messages > 0 }.count), String(report.requests),
         ],
-        totals: ["totalBytes": report.totalBytes, "freeBytes": report.freeBytes, "messages": report.messages])
+        totals: [
+          "totalBytes": report.totalBytes, "freeBytes": report.freeBytes, "reclaimableBytes": report.reclaimableBytes,
+          "messages": report.messages,
+        ])
     }
 
     // Suggestions for the largest files when the disk is not ok.
@@ -110,7 +113,7 @@ enum UsageCommand: ParsableCommand {
     if options.store.all {
       text +=
         "\(reports.count) file(s) in \(options.store.dataDirectory): \(ByteCount.format(reports.total("totalBytes"))), "
-        + "\(ByteCount.format(reports.total("freeBytes"))) in free pages, \(reports.total("messages")) messages"
+        + "about \(ByteCount.format(reports.total("reclaimableBytes"))) reclaimable by vacuum, \(reports.total("messages")) messages"
         + (reports.failedCount == 0 ? "" : "; \(reports.failedCount) unreadable") + "\n"
     }
     let percent = disk.total > 0 ? Double(disk.available) * 100 / Double(disk.total) : 0
@@ -130,7 +133,7 @@ enum UsageCommand: ParsableCommand {
     context.report(
       reports,
       fleet: options.store.all
-        ? [.init("SIZE", alignment: .right), .init("FREE PAGES", alignment: .right), .init("MESSAGES", alignment: .right),
+        ? [.init("SIZE", alignment: .right), .init("RECLAIMABLE", alignment: .right), .init("MESSAGES", alignment: .right),
           .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right)] : nil,
       summary: [
         "disk": .object([
@@ -179,15 +182,20 @@ enum UsageCommand: ParsableCommand {
   static func fileText(_ r: StorageReport, top: Int, bars: Bool) -> String {
     var text = """
       File:           \(r.path)
-      Size:           \(ByteCount.format(r.totalBytes)) (database \(ByteCount.format(r.fileBytes)), -wal \(ByteCount.format(r.walBytes)), -shm \(ByteCount.format(r.shmBytes)))
-      Free pages:     \(r.freePages) × \(r.pageSize) B = \(ByteCount.format(r.freeBytes)) reclaimable (auto_vacuum \(r.autoVacuum)\(r.pointerMapBytes > 0 ? ", pointer-map pages \(ByteCount.format(r.pointerMapBytes))" : ""))
+      Size:           \(ByteCount.format(r.totalBytes)) (database \(ByteCount.format(r.fileBytes)), -wal \(ByteCount.format(r.walBytes)); -shm \(ByteCount.format(r.shmBytes)) of shared memory not counted)
+      Free pages:     \(r.freePages) × \(r.pageSize) B = \(ByteCount.format(r.freeBytes)) (auto_vacuum \(r.autoVacuum)\(r.pointerMapBytes > 0 ? ", pointer-map pages \(ByteCount.format(r.pointerMapBytes))" : ""))
+      Unused in pages: \(ByteCount.format(r.unusedBytes)) (fragmentation, with free pages \(ByteCount.format(r.fragmentedBytes)))
+      Reclaimable:    about \(ByteCount.format(r.reclaimableBytes)) by 'chatdb vacuum'
       Contents:       \(r.messages) messages in \(r.conversations.filter { $0.messages > 0 }.count) conversations, \(r.requests) outbox requests
 
 
       """
     text += Table(
-      columns: [.init("TABLE/INDEX"), .init("OF TABLE"), .init("BYTES", alignment: .right), .init("SIZE", alignment: .right)],
-      rows: r.btrees.map { [$0.name, $0.isIndex ? $0.table : "", String($0.bytes), ByteCount.format($0.bytes)] }
+      columns: [
+        .init("TABLE/INDEX"), .init("OF TABLE"), .init("BYTES", alignment: .right), .init("SIZE", alignment: .right),
+        .init("UNUSED", alignment: .right),
+      ],
+      rows: r.btrees.map { [$0.name, $0.isIndex ? $0.table : "", String($0.bytes), ByteCount.format($0.bytes), ByteCount.format($0.unusedBytes)] }
     ).render()
     let shown = Array(r.conversations.prefix(top))
     if !shown.isEmpty {
@@ -217,10 +225,14 @@ enum UsageCommand: ParsableCommand {
     .object([
       "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
       "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount), "freePages": .int(r.freePages),
-      "freeBytes": .int(r.freeBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
+      "freeBytes": .int(r.freeBytes), "unusedBytes": .int(r.unusedBytes), "fragmentedBytes": .int(r.fragmentedBytes),
+      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
       "tables": .array(
         r.btrees.map {
-          .object(["name": .string($0.name), "table": .string($0.table), "index": .bool($0.isIndex), "bytes": .int($0.bytes)])
+          .object([
+            "name": .string($0.name), "table": .string($0.table), "index": .bool($0.isIndex), "bytes": .int($0.bytes),
+            "unusedBytes": .int($0.unusedBytes),
+          ])
         }),
       "conversations": .array(
         r.conversations.prefix(top).map {

@@ -31,7 +31,7 @@ enum VacuumCommand: ParsableCommand {
     let targets = try options.store.targets()
     let reports = context.runEach(targets, jobs: options.store.jobs, label: "Vacuuming") { target, _ in
       let report = try DatabaseVacuum.run(path: target.path, into: options.into)
-      let freed = report.bytesBefore - report.bytesAfter
+      let freed = report.bytesFreed
       let text =
         report.into.map {
           "\(report.path): wrote a compacted copy to \($0): \(ByteCount.format(report.bytesAfter)) "
@@ -41,10 +41,10 @@ enum VacuumCommand: ParsableCommand {
       return FileResult(
         json: .object([
           "into": report.into.map { .string($0) } ?? .null, "bytesBefore": .int(report.bytesBefore),
-          "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(report.into == nil ? freed : 0),
+          "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(freed), "copy": .bool(report.isCopy),
         ]),
         text: text, row: [ByteCount.format(report.bytesBefore), ByteCount.format(report.bytesAfter), ByteCount.format(freed)],
-        totals: ["bytesFreed": report.into == nil ? freed : 0])
+        totals: ["bytesFreed": freed])
     }
     let freed = reports.total("bytesFreed")
     context.report(

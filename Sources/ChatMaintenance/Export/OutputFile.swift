@@ -33,8 +33,8 @@ public final class OutputFile {
       throw StoreError(.io, "\(path) exists and is not a regular file; refusing to replace it", path: path)
     }
     self.path = target
-    let url = URL(fileURLWithPath: target)
-    temporaryPath = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).tmp-\(getpid())").path
+    let (folder, name) = FileSystem.splitPath(target)
+    temporaryPath = FileSystem.joinPath(folder, ".\(name).tmp-\(getpid())")
     unlink(temporaryPath)
     let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard fd >= 0 else {

@@ -40,8 +40,8 @@ import ChatStore
 ///
 /// Degenerate options are settled, not refused: negative counts count as 0; with no
 /// contacts there are no messages and no requests; `days` is at least 1; the history
-/// never starts before 2020-01-01 (the `MessageID` epoch) and `end` is at least a day
-/// after it.
+/// never starts before 2020-01-01 (the `MessageID` epoch), `end` is at least a day
+/// after it (`minimumEnd`) and at most the last time a `MessageID` can hold (`maximumEnd`).
 public struct HistoryGenerator: Sendable {
   /// What to generate.
   public struct Options: Sendable, Hashable {
@@ -74,6 +74,15 @@ public struct HistoryGenerator: Sendable {
   /// 2026-01-01T00:00:00Z in milliseconds since 1970.
   public static let defaultEnd: Int64 = 1_767_225_600_000
 
+  /// The latest `end` a history can have, in milliseconds since 1970: the last
+  /// millisecond a `MessageID` holds (in the year 6479). A later `end` is settled to
+  /// it; a command line should refuse it instead (`--end` must not be after this).
+  public static let maximumEnd: Int64 = MessageID.maximumMilliseconds
+
+  /// The earliest `end`: a day after the `MessageID` epoch (2020-01-02). An earlier
+  /// `end` is settled to it.
+  public static let minimumEnd: Int64 = MessageID.epochMilliseconds + HistoryTimeline.day
+
   /// The options as given.
   public let options: Options
 
@@ -97,7 +106,8 @@ public struct HistoryGenerator: Sendable {
     pendingCount = contacts > 0 ? max(0, options.pending) : 0
     failedCount = contacts > 0 ? max(0, options.failed) : 0
     let day = HistoryTimeline.day
-    let end = max(options.end, MessageID.epochMilliseconds + day)
+    // Ids are made from times up to `end`: past `maximumEnd` they would wrap.
+    let end = min(max(options.end, Self.minimumEnd), Self.maximumEnd)
     let days = max(1, options.days)
     let maxDays = (end - MessageID.epochMilliseconds) / day
     self.end = end

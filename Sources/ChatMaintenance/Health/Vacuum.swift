@@ -58,7 +58,7 @@ public enum DatabaseVacuum {
     let before = FileSystem.databaseSize(atPath: path)
     let needed = before + margin
     let target = into ?? path
-    for place in [FileSystem.folder(of: target), temporaryFolder()] {
+    for place in [FileSystem.parentFolder(of: target), temporaryFolder()] {
       try DiskSpace.require(needed, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
     }
     do {

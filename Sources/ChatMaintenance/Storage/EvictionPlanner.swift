@@ -93,12 +93,8 @@ public struct EvictionPlanner {
     return Footprint(scale: rows > 0 && model > 0 ? Double(messagePages) / model : 1, btreeBytes: btrees)
   }
 
-  /// The plan, with a known footprint. `sizeFraction` plans only that share of the
-  /// excess over `maxSize` and `sizeMessageLimit` caps the messages the size step
-  /// adds: the executor approaches the target in measured steps with them.
-  func plan(_ policy: EvictionPolicy, footprint: Footprint?, sizeFraction: Double = 1, sizeMessageLimit: Int64? = nil) throws
-    -> EvictionPlan
-  {
+  /// The plan, with a known footprint.
+  func plan(_ policy: EvictionPolicy, footprint: Footprint?) throws -> EvictionPlan {
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
     let pageCount = try db.int64("PRAGMA page_count") ?? 0
     let freePages = try db.int64("PRAGMA freelist_count") ?? 0
@@ -154,21 +150,25 @@ public struct EvictionPlanner {
     var note: String?
     var uniform = scope.isEmpty && policy.keepLast == 0 ? ageBound : nil
     if let target = policy.maxSize, let footprint {
-      let excess = (Double(usedBytes) - plannedBytes() - Double(target)) * sizeFraction
+      let excess = Double(usedBytes) - plannedBytes() - Double(target)
       if excess > 0 {
         var gained = 0.0
-        var added: Int64 = 0
+        // The estimate counts whole rows, but a delete ends mid-page in every b-tree it
+        // cuts: about a page stays in use at each cut (the table and its time-ordered
+        // indexes once, the conversation index once per conversation). Without this the
+        // executed plan lands a few pages over the target.
+        var needed = excess + Double(pageSize) * Double(3 + parts.count)
         func take(_ id: Int64, messages: Int64, content: Int64, lastID: Int64) {
           let old = parts[id] ?? (0, 0, Int64.min)
+          if parts[id] == nil { needed += Double(pageSize) }
           parts[id] = (old.messages + messages, old.content + content, max(old.lastID, lastID))
           gained += footprint.bytes(content: content, rows: messages)
-          added += messages
           uniform = nil
         }
         if policy.leastRecent {
           let newest = try db.prepare("SELECT max(id) FROM Messages WHERE conversation_id = ?")
           let order = try conversations.map { ($0, try newest.first([$0]) { $0.int64(0) } ?? 0) }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
-          for (id, _) in order where gained < excess {
+          for (id, _) in order where gained < needed {
             let from = parts[id]?.lastID ?? Int64.min
             guard let limit = cap[id], limit > from,
               let row = try measure.first([id, from, limit], { ($0.int64(0), $0.int64(1), $0.int64(2)) }), row.0 > 0
@@ -185,14 +185,13 @@ public struct EvictionPlanner {
               guard allowed.contains(conversation), id > (parts[conversation]?.lastID ?? Int64.min), id <= (cap[conversation] ?? Int64.min)
               else { return true }
               take(conversation, messages: 1, content: row.int64(2), lastID: id)
-              if let limit = sizeMessageLimit, added >= limit { return false }
-              return gained < excess
+              return gained < needed
             }
           }
         }
       }
       let expected = Double(usedBytes) - plannedBytes()
-      if expected > Double(target) && sizeMessageLimit == nil && sizeFraction >= 1 {
+      if expected > Double(target) {
         targetReachable = false
         note = Self.explain(target: target, expected: Int64(expected), footprint: footprint, policy: policy)
       }

@@ -20,7 +20,8 @@ public enum ReclaimMethod: String, Sendable {
 
 /// What an eviction did, with sizes measured on disk.
 public struct EvictionResult: Sendable {
-  /// The first plan executed (a size target may take further measured steps).
+  /// The plan executed: the one `EvictionPlanner.plan(_:)` gives (what `--dry-run`
+  /// shows), so `deletedMessages` is `plan.messages`.
   public var plan: EvictionPlan
   /// Messages deleted, in all and per conversation.
   public var deletedMessages: Int64
@@ -41,7 +42,8 @@ public struct EvictionResult: Sendable {
   public var reclaim: ReclaimMethod
   /// With a size target: whether the file got under it, and by how much it is under.
   public var targetReached: Bool?
-  /// Planning and deleting passes (more than one only for a size target).
+  /// Planning and deleting passes: always 1, the plan is executed as planned (kept
+  /// for the JSON output).
   public var passes: Int
   /// Why a target was missed, or why space was not reclaimed.
   public var note: String?
@@ -99,47 +101,28 @@ public final class Evictor {
   }
 
   private func execute(_ policy: EvictionPolicy, progress: (Int64, Int64) -> Void) throws -> EvictionResult {
+    var settings = ConnectionSettings(db)
+    defer {
+      try? db.execute("DROP TABLE IF EXISTS temp.chatdb_evict_bounds")
+      try? settings.restore()
+    }
     // Checkpoints run between chunks (`checkpointIfDue`), never inside a chunk's timing.
-    try db.execute("PRAGMA wal_autocheckpoint = 0")
+    try settings.set("wal_autocheckpoint", 0)
     // Consecutive chunks touch the same index pages (every conversation's oldest
     // entries): a larger cache keeps them from being read back from the WAL.
-    try db.execute("PRAGMA cache_size = -65536")
-    defer { try? db.execute("PRAGMA wal_autocheckpoint = 1000") }
+    try settings.set("cache_size", -65_536)
     try checkpoint()
     let sizeBefore = FileSystem.databaseSize(atPath: db.path)
     lastDataVersion = try db.int64("PRAGMA data_version") ?? 0
-    let planner = EvictionPlanner(database: db)
-    let footprint = policy.maxSize != nil ? try planner.footprint() : nil
-    let first = try planner.plan(policy, footprint: footprint, sizeFraction: policy.leastRecent ? 1 : 0.9)
-
-    var deleted: Int64 = 0
+    // Exactly the plan `chatdb evict --dry-run` shows (the same call on the same
+    // rows), executed as planned: the dry run's counts are the run's counts.
+    let plan = try EvictionPlanner(database: db).plan(policy)
+    let deleted = try delete(plan) { progress($0, plan.messages) }
     var perConversation: [Int64: Int64] = [:]
-    var reclaim = ReclaimMethod.none
+    for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
     var note: String?
-    var passes = 0
-    var plan = first
-    let pageSize = first.pageSize
-    while true {
-      passes += 1
-      let count = try delete(plan) { progress(deleted + $0, deleted + plan.messages) }
-
-      deleted += count
-      for part in plan.conversations { perConversation[part.id, default: 0] += part.messages }
-      let step = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
-      if step != .none { reclaim = step }
-      guard let target = policy.maxSize, plan.messages > 0 else { break }
-      let used = try usedBytes()
-      if used <= target || passes >= 500 { break }
-      // Still over (the estimate was short): plan again from the measured size. Whole
-      // conversations take the next one; oldest-first approaches in shrinking steps.
-      let excessPages = (used - target + pageSize - 1) / pageSize
-      plan =
-        policy.leastRecent
-        ? try planner.plan(policy, footprint: footprint)
-        : try planner.plan(policy, footprint: footprint, sizeFraction: 0.9, sizeMessageLimit: excessPages <= 4 ? 1 : nil)
-      if plan.messages == 0 { break }
-    }
+    let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 
     try checkpoint()
     let sizeAfter = FileSystem.databaseSize(atPath: db.path)
@@ -148,17 +131,17 @@ public final class Evictor {
     if let target = policy.maxSize {
       let used = try usedBytes()
       targetReached = used <= target
-      if !(targetReached ?? true) {
-        note = try planner.plan(policy, footprint: footprint).note ?? note
-          ?? "the file is \(used) bytes, over the target of \(target) bytes"
-      } else if !policy.leastRecent && target - used > pageSize {
-        note = "freed \(target - used) bytes more than needed: the last message removed emptied several pages at once"
+      if used > target {
+        note =
+          plan.note ?? note
+          ?? "the file is \(used) bytes, \(used - target) over the target of \(target) bytes: the plan's estimate was short "
+          + "(deleted rows leave partly filled pages); running the same command again plans from the measured size"
       }
     }
     return EvictionResult(
-      plan: first, deletedMessages: deleted, deletedByConversation: perConversation, chunks: chunks,
+      plan: plan, deletedMessages: deleted, deletedByConversation: perConversation, chunks: chunks,
       maxChunkMillis: maxChunkMillis, vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
-      fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: passes, note: note)
+      fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1, note: note)
   }
 
   // MARK: - Deleting in chunks
@@ -291,7 +274,7 @@ public final class Evictor {
       let pageSize = try db.int64("PRAGMA page_size") ?? 4096
       let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
       let temporary = options.temporaryDirectory ?? FileSystem.sqliteTemporaryDirectory()
-      for place in [FileSystem.folder(of: db.path), temporary] {
+      for place in [FileSystem.parentFolder(of: db.path), temporary] {
         let space = try DiskSpace.of(place)
         if space.available < needed {
           note =

@@ -131,9 +131,23 @@ public enum MessageID {
   /// Bits of the per-millisecond sequence.
   public static let sequenceBits: Int64 = 16
 
+  /// The latest millisecond an id can hold: 2^47 − 1 ms after the epoch (in the year
+  /// 6479), where the time bits of a positive `Int64` run out.
+  public static let maximumMilliseconds: Int64 = epochMilliseconds + (Int64.max >> sequenceBits)
+
+  /// The milliseconds (since 1970) an id can hold: from the epoch to `maximumMilliseconds`.
+  public static let representable: ClosedRange<Int64> = epochMilliseconds...maximumMilliseconds
+
   /// The id for the `sequence`-th message of the millisecond `milliseconds` (since 1970).
+  ///
+  /// A time outside `representable` or a sequence outside 0..<65,536 stops the
+  /// program with a message naming it: a shift would silently wrap the id instead.
+  /// Callers with times from outside check `representable` first.
   public static func make(milliseconds: Int64, sequence: Int64 = 0) -> Int64 {
-    precondition(sequence >= 0 && sequence < 1 << sequenceBits, "sequence out of range")
+    precondition(sequence >= 0 && sequence < 1 << sequenceBits, "message id sequence \(sequence) is out of range 0..<65536")
+    precondition(
+      representable.contains(milliseconds),
+      "message id time \(milliseconds) ms is outside \(representable.lowerBound)...\(representable.upperBound) (2020 to 6479)")
     return (milliseconds - epochMilliseconds) << sequenceBits | sequence
   }
 

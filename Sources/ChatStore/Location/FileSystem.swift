@@ -26,19 +26,6 @@ public enum FileSystem {
     close(fd)
   }
 
-  /// The folder that holds `path`: what comes before its last `/`, `.` for a bare
-  /// name, `/` for a file at the root.
-  ///
-  /// Foundation's `NSString.deletingLastPathComponent` traps on a one-character path
-  /// such as `x`, and these paths come from the command line.
-  public static func folder(of path: String) -> String {
-    var trimmed = Substring(path)
-    while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-    guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-    let folder = trimmed[..<slash]
-    return folder.isEmpty ? "/" : String(folder)
-  }
-
   /// Creates a folder and its missing parents with mode 0700.
   public static func createPrivateDirectory(atPath path: String) throws {
     do {
@@ -83,6 +70,61 @@ public enum FileSystem {
     return "."
   }
 
+  // MARK: - Path text
+
+  /// A path split into the folder that holds its last component and that component,
+  /// by text alone (POSIX `dirname` and `basename`, see
+  /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/dirname.html>):
+  /// no file-system access, no Foundation, and no input that traps.
+  ///
+  /// ```swift
+  /// FileSystem.splitPath("data/chats-1.db")  // ("data", "chats-1.db")
+  /// FileSystem.splitPath("chats-1.db")       // (".", "chats-1.db")
+  /// FileSystem.splitPath("/x")               // ("/", "x")
+  /// FileSystem.splitPath("a//b/")            // ("a", "b")
+  /// FileSystem.splitPath("/")                // ("/", "")
+  /// FileSystem.splitPath("")                 // (".", "")
+  /// ```
+  /// Repeated slashes count as one and trailing slashes are dropped; `.` and `..` are
+  /// components like any other (resolving them needs the file system: a link may
+  /// stand in the way). The folder is never empty: a bare name's folder is `.`.
+  /// Works on UTF-8 bytes, where `/` never occurs inside a multi-byte character.
+  public static func splitPath(_ path: String) -> (folder: String, name: String) {
+    let slash = UInt8(ascii: "/")
+    let bytes = Array(path.utf8)
+    var end = bytes.count
+    while end > 1, bytes[end - 1] == slash { end -= 1 }
+    if end == 0 { return (".", "") }
+    if end == 1, bytes[0] == slash { return ("/", "") }
+    var nameStart = end
+    while nameStart > 0, bytes[nameStart - 1] != slash { nameStart -= 1 }
+    let name = String(decoding: bytes[nameStart..<end], as: UTF8.self)
+    var folderEnd = nameStart
+    while folderEnd > 0, bytes[folderEnd - 1] == slash { folderEnd -= 1 }
+    if nameStart == 0 { return (".", name) }
+    if folderEnd == 0 { return ("/", name) }
+    // Collapse repeated slashes inside the folder, so folder + "/" + name is the
+    // path in its normal form.
+    var folder: [UInt8] = []
+    folder.reserveCapacity(folderEnd)
+    for byte in bytes[0..<folderEnd] where !(byte == slash && folder.last == slash) { folder.append(byte) }
+    return (String(decoding: folder, as: UTF8.self), name)
+  }
+
+  /// The folder that holds what `path` names, by text alone: `.` for a bare name, `/`
+  /// for `/x` (and for `/`). See `splitPath(_:)`.
+  public static func parentFolder(of path: String) -> String { splitPath(path).folder }
+
+  /// The last component of `path` without trailing slashes (`""` for `/` and `""`).
+  /// See `splitPath(_:)`.
+  public static func lastComponent(of path: String) -> String { splitPath(path).name }
+
+  /// `name` inside `folder`: `folder/name`, without doubling a slash.
+  public static func joinPath(_ folder: String, _ name: String) -> String {
+    if folder.isEmpty { return name }
+    return folder.utf8.last == UInt8(ascii: "/") ? folder + name : folder + "/" + name
+  }
+
   /// A database file and its `-wal`, in bytes: the data it holds on disk.
   ///
   /// The `-shm` is left out: it is the WAL index in shared memory (32 KiB a block),
@@ -108,8 +150,9 @@ public struct DiskSpace: Sendable, Equatable {
   /// Measures the file system that holds `path` (or its nearest existing parent).
   public static func of(_ path: String) throws -> DiskSpace {
     var probe = path
+    // Each step shortens the path until it reaches "." or "/", so the walk ends.
     while !FileSystem.exists(probe), probe != "/", probe != "." {
-      probe = FileSystem.folder(of: probe)
+      probe = FileSystem.parentFolder(of: probe)
     }
     var info = statvfs()
     guard statvfs(probe, &info) == 0 else { throw StoreError.posix(errno, path: probe, doing: "measure free space of") }

@@ -38,12 +38,12 @@ public enum StoreLocation {
   /// The path of a user's database inside `dataDirectory`.
   public static func path(forUser id: Int64, in dataDirectory: String) -> String {
     precondition(id > 0, "user ids are positive")
-    return (dataDirectory as NSString).appendingPathComponent(fileName(forUser: id))
+    return FileSystem.joinPath(dataDirectory, fileName(forUser: id))
   }
 
   /// The user id in a `chats-<id>.db` file name (any folder), or nil.
   public static func userID(fromFileName path: String) -> Int64? {
-    let name = (path as NSString).lastPathComponent
+    let name = FileSystem.lastComponent(of: path)
     guard name.hasPrefix("chats-"), name.hasSuffix(".db") else { return nil }
     return parseUserID(String(name.dropFirst(6).dropLast(3)))
   }
@@ -60,7 +60,7 @@ public enum StoreLocation {
     }
     return names.compactMap { name in userID(fromFileName: name).map { ($0, name) } }
       .sorted { $0.0 < $1.0 }
-      .map { (dataDirectory as NSString).appendingPathComponent($0.1) }
+      .map { FileSystem.joinPath(dataDirectory, $0.1) }
       .filter(isFileOrFolder)
   }
 

@@ -181,6 +181,21 @@ import Testing
     #expect(history.messages.allSatisfy { $0.id > 0 && Timestamp.milliseconds(from: $0.createdAt)! >= MessageID.epochMilliseconds })
   }
 
+  @Test(arguments: [HistoryGenerator.maximumEnd, HistoryGenerator.maximumEnd + 1, 253_402_300_799_999, Int64.max])
+  func anEndFarInTheFutureIsBoundedAndIdsNeverWrap(end: Int64) {
+    var options = HistoryGenerator.Options(owner: 1, contacts: 4, messages: 1_000, seed: 2)
+    options.end = end
+    options.days = 30
+    #expect(HistoryGenerator(options).end == HistoryGenerator.maximumEnd)
+    let history = GeneratedHistory(options)
+    #expect(history.messages.count == 1_000)
+    let ids = history.messages.map(\.id)
+    #expect(ids.allSatisfy { $0 > 0 })
+    #expect(ids == ids.sorted())
+    #expect(history.messages.allSatisfy { Timestamp.milliseconds(from: $0.createdAt) == MessageID.milliseconds(of: $0.id) })
+    #expect(MessageID.milliseconds(of: ids.last!) <= HistoryGenerator.maximumEnd)
+  }
+
   @Test func everyMessageIsBetweenTheOwnerAndOneContact() {
     let history = GeneratedHistory.medium
     let owner = history.options.owner

@@ -72,7 +72,7 @@ func fill(_ db: Database, owner: Int64 = 1, messages: Int = 3_000, seed: UInt64 
   options.pending = 4
   options.failed = 3
   let generator = HistoryGenerator(options)
-  _ = try HistoryImporter(database: db, owner: owner).write { emit in try generator.generate(emit) }
+  _ = try RecordWriter(database: db, owner: owner).write { emit in try generator.generate(emit) }
 }
 
 /// Lines of a valid plain NDJSON history for owner 1: two users, then `count` messages.
@@ -87,4 +87,27 @@ func validLines(messages count: Int) -> [String] {
     )
   }
   return lines
+}
+
+/// The connection settings a bulk job could change, as text: for checking that a job
+/// hands its caller's connection back as it found it.
+func connectionSettings(_ db: Database) throws -> [String: String] {
+  var settings: [String: String] = [:]
+  for name in [
+    "foreign_keys", "wal_autocheckpoint", "cache_size", "synchronous", "journal_mode", "temp_store", "busy_timeout",
+    "defer_foreign_keys", "recursive_triggers", "cache_spill", "query_only",
+  ] {
+    settings[name] = try db.query("PRAGMA \(name)") { $0.values.map(\.description).joined() }.joined()
+  }
+  settings["in transaction"] = "\(db.isInTransaction)"
+  settings["temp tables"] = try db.query("SELECT name FROM temp.sqlite_schema ORDER BY name") { $0.string(0) }.joined(separator: ",")
+  return settings
+}
+
+/// Gives a connection settings other than SQLite's defaults, so a job that sets a
+/// default "back" instead of restoring what was there is caught.
+func unusualSettings(_ db: Database) throws {
+  try db.execute("PRAGMA wal_autocheckpoint = 777")
+  try db.execute("PRAGMA cache_size = -3333")
+  try db.execute("PRAGMA foreign_keys = OFF")
 }

@@ -228,7 +228,7 @@ import Testing
     let (_, bytes) = try export(folder)
     let cut = try folder.write("cut.ndjson.zst", Array(bytes.prefix(bytes.count / 2)))
     do {
-      _ = try HistoryImporter.verify(path: cut)
+      _ = try ExportVerifier.verify(path: cut)
       Issue.record("no error")
     } catch let error as StoreError {
       #expect(error.message.contains("truncated"), "\(error.message)")
@@ -241,7 +241,7 @@ import Testing
     var (_, bytes) = try export(folder)
     bytes[bytes.count / 2] ^= 0x5A
     let bad = try folder.write("flipped.ndjson.zst", bytes)
-    #expect(throws: StoreError.self) { _ = try HistoryImporter.verify(path: bad) }
+    #expect(throws: StoreError.self) { _ = try ExportVerifier.verify(path: bad) }
   }
 
   @Test func aMissingTrailerOrAWrongCountIsRefused() throws {
@@ -253,7 +253,7 @@ import Testing
       "wrong.ndjson", lines: [header] + body + [#"{"type":"trailer","users":2,"messages":4,"requests":0}"#])
     for path in [noTrailer, wrong] {
       do {
-        _ = try HistoryImporter.verify(path: path)
+        _ = try ExportVerifier.verify(path: path)
         Issue.record("no error for \(path)")
       } catch let error as StoreError {
         #expect(error.message.hasPrefix(path))

@@ -1,0 +1,75 @@
+import ChatStore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Checks a chatdb export whole without importing it, so import can refuse a damaged
+/// export before changing anything.
+///
+/// ```swift
+/// let verification = try ExportVerifier.verify(path: "export.ndjson.zst")
+/// if verification.isExport { print(verification.records ?? 0, "records") }
+/// ```
+/// A damaged compressed file is caught by the zstd frame checksum, see
+/// <https://www.rfc-editor.org/rfc/rfc8878#section-3.1.1>.
+public enum ExportVerifier {
+  /// What a verification pass found.
+  public struct Verification: Sendable {
+    /// Whether the file starts with a chatdb header (and so must end with a trailer).
+    public var isExport: Bool
+    /// Record lines (header and trailer excluded), when the file was read whole.
+    public var records: Int64?
+    /// Bytes after decompression, when the file was read whole.
+    public var decodedBytes: Int64?
+    /// Whose history the header says it is.
+    public var userID: Int64?
+  }
+
+  /// Reads the file at `path`: a chatdb export must decompress cleanly (zstd
+  /// checksum), end with its trailer and hold as many records as the trailer says.
+  /// Other NDJSON (no header on line 1) is not read beyond its first line.
+  public static func verify(path: String) throws -> Verification {
+    let source = try ByteSource.open(path: path)
+    let lines = LineReader(source: source)
+    let parser = RecordParser()
+    var header: HistoryHeader?
+    var decoded: Int64 = 0
+    _ = try lines.nextLine { line in
+      decoded = Int64(line.count) + 1
+      if hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header { header = try? parser.header() }
+    }
+    guard let header else { return Verification(isExport: false, records: nil, decodedBytes: nil, userID: nil) }
+    guard header.version <= HistoryHeader.currentVersion else {
+      throw StoreError(
+        .badInput,
+        "\(path):1: header: format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb",
+        path: path)
+    }
+    var records: Int64 = 0
+    var trailer: HistoryTrailer?
+    while let _ = try lines.nextLine({ line -> Bool in
+      decoded += Int64(line.count) + 1
+      if hasPrefix(line, #"{"type":"trailer""#), (try? parser.parse(line)) == .trailer {
+        trailer = try? parser.trailer()
+      } else if !line.isEmpty {
+        records += 1
+      }
+      return true
+    }) {}
+    guard let trailer else {
+      throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
+    }
+    guard trailer.total == records else {
+      throw StoreError(.badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
+    }
+    return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
+  }
+
+  /// Whether `line` starts with `prefix`: how a header or trailer line is told apart
+  /// before parsing it (an export writes `type` first).
+  static func hasPrefix(_ line: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
+    let n = prefix.utf8CodeUnitCount
+    return line.count >= n && memcmp(line.baseAddress!, prefix.utf8Start, n) == 0
+  }
+}

@@ -1,0 +1,370 @@
+import ChatStore
+
+/// Writes history records into a user's file in batch transactions: the one place
+/// import and `generate` insert rows, so both follow the same rules.
+///
+/// ```swift
+/// let writer = try RecordWriter(database: db, owner: 1)
+/// let summary = try writer.write { emit in try generator.generate(emit) }
+/// ```
+/// Messages are keyed by id and requests by request id, so writing the same records
+/// twice changes nothing; only one batch is ever held in a transaction. While it
+/// writes, the writer turns foreign keys off (it checks the same rule itself) and
+/// checkpoints less often; it puts both settings back when it is done or fails.
+/// See <https://sqlite.org/lang_upsert.html>.
+public final class RecordWriter {
+  /// How records are written.
+  public struct Options: Sendable {
+    /// Records per transaction.
+    public var batchSize = RecordWriter.defaultBatchSize
+    /// Judge each record on its own (an import that skips bad records): messages are
+    /// inserted one by one instead of `rowsPerInsert` at a time.
+    public var skipBadRecords = false
+    public init() {}
+  }
+
+  /// Records per transaction by default: beyond 10,000 the batch size barely matters,
+  /// and a batch holds the write lock for well under a second.
+  public static let defaultBatchSize = 10_000
+
+  /// One statement for `rowsPerInsert` messages: SQLite sets up its cursors once per
+  /// statement, not once per row (about twice as fast as one row per INSERT here).
+  static let rowsPerInsert = 64
+
+  let db: Database
+  let owner: Int64
+  let options: Options
+  /// What has been written so far (the importer adds its own counts).
+  var summary = ImportSummary()
+  /// `summary` as of the last commit: what stays if the current batch fails.
+  private(set) var committed = ImportSummary()
+  /// The input line (or record number) being written, for errors found later.
+  var currentLine = 0
+  /// Set for generated records: a message the file holds must be the same message.
+  private var generated = false
+  private var inBatch = 0
+  /// Between `begin` and `finish` or `abandon`: a batch is open and the settings are changed.
+  private var active = false
+  private var settings: ConnectionSettings
+  private let insertUser: Statement
+  private let insertMessage: Statement
+  private let insertMessages: Statement
+  private let insertRequest: Statement
+  private let acknowledgedRequest: Statement
+  private let advanceStatus: Statement
+  private let storedMessage: Statement
+  /// Messages waiting for the multi-row insert, with the line each came from.
+  private var pendingMessages: [(message: Message, line: Int)] = []
+  /// Ids in `Users`, for the foreign-key rule.
+  private var knownUsers: Set<Int64>
+
+  /// Prepares writing into `database`, which must be at the latest schema version.
+  public convenience init(database: Database, owner: Int64, options: Options = Options()) throws {
+    try self.init(database: database, owner: owner, options: options, for: "import")
+  }
+
+  init(database: Database, owner: Int64, options: Options, for task: String) throws {
+    try Migrator.requireLatest(database, for: task)
+    db = database
+    self.owner = owner
+    self.options = options
+    settings = ConnectionSettings(database)
+    insertUser = try database.prepare(
+      """
+      INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
+        last_connected_at = excluded.last_connected_at
+      WHERE (name, avatar_url, last_connected_at) IS NOT (excluded.name, excluded.avatar_url, excluded.last_connected_at)
+      """)
+    // OR IGNORE costs nothing on new rows, where an upsert clause costs a second
+    // lookup per row; the rare duplicate then takes the forward-only status update.
+    insertMessage = try database.prepare(
+      """
+      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      """)
+    let tuple = "(" + Array(repeating: "?", count: 8).joined(separator: ", ") + ")"
+    insertMessages = try database.prepare(
+      """
+      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
+      """)
+    advanceStatus = try database.prepare(
+      """
+      UPDATE Messages SET status = ?2 WHERE id = ?1 AND \(MessageStatus.rankSQL("?2")) > \(MessageStatus.rankSQL("status"))
+      RETURNING 1
+      """)
+    storedMessage = try database.prepare("SELECT from_user_id, to_user_id, content, created_at FROM Messages WHERE id = ?")
+    insertRequest = try database.prepare(
+      """
+      INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
+        last_sent_at, fail_count, next_attempt_at, fail_reason)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+      ON CONFLICT (request_id) DO NOTHING
+      """)
+    acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
+    knownUsers = Set(try database.query("SELECT id FROM Users") { $0.int64(0) })
+  }
+
+  // MARK: - Generated records
+
+  /// Writes generated records straight into the file in batches, as an import of
+  /// their NDJSON would; `progress` is called after every batch.
+  ///
+  /// A record that clashes with the file (a different message under the same id or
+  /// request id: the file was generated with another seed) stops the run with
+  /// `.badInput`; the batches before it stay committed.
+  public func write(
+    _ produce: ((Record) throws -> Void) throws -> Void, progress: @escaping (ImportSummary) -> Void = { _ in }
+  ) throws -> ImportSummary {
+    generated = true
+    defer { generated = false }
+    do {
+      try begin()
+      try produce { record in
+        summary.records += 1
+        currentLine = Int(summary.records)
+        try insert(record)
+        if try recordWritten() { progress(summary) }
+      }
+      try finish()
+    } catch {
+      abandon()
+      throw describe(error)
+    }
+    return summary
+  }
+
+  /// A generation failure as a sentence naming the file and what stays in it.
+  private func describe(_ error: any Error) -> StoreError {
+    let kept =
+      committed.records > 0
+      ? "the first \(committed.records) records were written in \(committed.batches) batches, nothing after them"
+      : "nothing was written"
+    switch error {
+    case let conflict as GeneratedRecordConflict:
+      return StoreError(
+        .badInput, "\(db.path) already holds \(conflict.clash) (generated with another --seed?); \(kept)", path: db.path)
+    case let record as RecordError:
+      return StoreError(.badInput, "\(db.path): generated record \(currentLine) was refused: \(record); \(kept)", path: db.path)
+    default:
+      return StoreError.from(error, path: db.path, doing: "write generated records into")
+    }
+  }
+
+  // MARK: - Batches
+
+  /// Applies the bulk-load settings and opens the first batch.
+  func begin() throws {
+    // Checkpoint every 64 MiB of WAL instead of every 4 MiB: each checkpoint syncs the
+    // file, and a bulk load would otherwise spend its time waiting for the disk.
+    try settings.set("wal_autocheckpoint", 16_384)
+    // Foreign keys cost two lookups per message; the writer checks the same rule
+    // itself against the users it knows (see `requireUser`).
+    try settings.set("foreign_keys", 0)
+    active = true
+    try db.execute("BEGIN IMMEDIATE")
+  }
+
+  /// Counts a record into the batch; commits the batch when it is full (returns true)
+  /// and opens the next.
+  func recordWritten() throws -> Bool {
+    inBatch += 1
+    guard inBatch >= options.batchSize else { return false }
+    try commitBatch()
+    return true
+  }
+
+  /// Raises the request counter, commits the last batch and restores the settings.
+  func finish() throws {
+    try raiseRequestCounter()
+    try commitBatch(last: true)
+    active = false
+    try settings.restore()
+  }
+
+  /// Rolls the open batch back and restores the settings (after a failure).
+  func abandon() {
+    pendingMessages.removeAll(keepingCapacity: true)
+    inBatch = 0
+    if active && db.isInTransaction { try? db.execute("ROLLBACK") }
+    active = false
+    try? settings.restore()
+  }
+
+  /// Commits the batch and, unless it was the last, opens the next one.
+  private func commitBatch(last: Bool = false) throws {
+    try flushMessages()
+    try db.execute("COMMIT")
+    if inBatch > 0 { summary.batches += 1 }
+    committed = summary
+    inBatch = 0
+    if !last { try db.execute("BEGIN IMMEDIATE") }
+  }
+
+  /// New sends must never reuse an imported request id.
+  private func raiseRequestCounter() throws {
+    try flushMessages()
+    try db.execute(
+      """
+      UPDATE StoreInfo SET value = max(value,
+        coalesce((SELECT max(request_id) FROM MessageRequests), 0),
+        coalesce((SELECT max(request_id) FROM Messages WHERE from_user_id = ?1 AND request_id IS NOT NULL), 0))
+      WHERE key = 'last_request_id'
+      """, [owner])
+  }
+
+  // MARK: - Inserting
+
+  /// A message or request may only name users that are in the file.
+  private func requireUser(_ id: Int64, _ field: String) throws {
+    guard !knownUsers.contains(id) else { return }
+    throw RecordError("field '\(field)': user \(id) is not in the file (user records must come before their messages)")
+  }
+
+  /// Inserts one record in the current batch; a record the file already holds changes nothing.
+  func insert(_ record: Record) throws {
+    switch record {
+    case .user(let u):
+      try insertUser.bind(u.id, at: 1)
+      try insertUser.bind(u.name, at: 2)
+      try insertUser.bind(u.avatarURL.databaseValue, at: 3)
+      try insertUser.bind(u.lastConnectedAt.databaseValue, at: 4)
+      try step(insertUser) { summary.users += 1 }
+      knownUsers.insert(u.id)
+    case .message(let m):
+      guard m.fromUserID == owner || m.toUserID == owner else {
+        throw RecordError("the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
+      }
+      guard m.fromUserID != m.toUserID else {
+        throw RecordError("the message is from user \(m.fromUserID) to themselves; chats are between two users")
+      }
+      try requireUser(m.fromUserID, "fromUserId")
+      try requireUser(m.toUserID, "toUserId")
+      if options.skipBadRecords {
+        // Each record is judged on its own, so each is inserted on its own.
+        try insertOne(m, line: currentLine)
+      } else {
+        pendingMessages.append((m, currentLine))
+        if pendingMessages.count == Self.rowsPerInsert { try flushMessages() }
+      }
+    case .request(let r):
+      // A request whose message is already here was acknowledged: nothing to keep.
+      if try acknowledgedRequest.first([owner, r.requestID], { _ in true }) == true {
+        summary.unchanged += 1
+        return
+      }
+      guard r.toUserID != owner else {
+        throw RecordError("field 'toUserId': a request from user \(owner) cannot be addressed to themselves")
+      }
+      try requireUser(r.toUserID, "toUserId")
+      try insertRequest.bind(r.requestID, at: 1)
+      try insertRequest.bind(r.toUserID, at: 2)
+      try insertRequest.bind(r.content, at: 3)
+      try insertRequest.bind(r.status.rawValue, at: 4)
+      try insertRequest.bind(r.createdAt, at: 5)
+      try insertRequest.bind(r.lastModifiedAt, at: 6)
+      try insertRequest.bind(r.lastSentAt.databaseValue, at: 7)
+      try insertRequest.bind(Int64(r.failCount), at: 8)
+      try insertRequest.bind(r.nextAttemptAt.databaseValue, at: 9)
+      try insertRequest.bind(r.failReason.databaseValue, at: 10)
+      try step(insertRequest) { summary.requests += 1 }
+    }
+  }
+
+  private func bind(_ m: Message, to statement: Statement, at base: Int32) throws {
+    try statement.bind(m.id, at: base + 1)
+    try statement.bind(m.fromUserID, at: base + 2)
+    try statement.bind(m.toUserID, at: base + 3)
+    try statement.bind(m.content, at: base + 4)
+    try statement.bind(m.status.rawValue, at: base + 5)
+    try statement.bind(m.createdAt, at: base + 6)
+    try statement.bind(m.conversationID(owner: owner), at: base + 7)
+    try statement.bind((m.fromUserID == owner ? m.requestID : nil).databaseValue, at: base + 8)
+  }
+
+  /// Inserts one message; a message already there can only move its status forward.
+  private func insertOne(_ m: Message, line: Int) throws {
+    try bind(m, to: insertMessage, at: 0)
+    try insertMessage.step()
+    insertMessage.reset()
+    if db.changes > 0 {
+      summary.messages += 1
+    } else if try !settleExisting(m, line: line) {
+      summary.unchanged += 1
+    }
+  }
+
+  /// For a message the insert ignored: moves its status forward (true), leaves it
+  /// (false), or reports that its request id belongs to another message.
+  private func settleExisting(_ m: Message, line: Int) throws -> Bool {
+    let stored = try storedMessage.first([m.id]) { ($0.int64(0), $0.int64(1), $0.string(2), $0.string(3)) }
+    guard let stored else {
+      if generated { throw GeneratedRecordConflict(clash: "a different message with request id \(m.requestID ?? 0)") }
+      throw RecordError("field 'requestId': \(m.requestID ?? 0) already belongs to another message", line: line)
+    }
+    if generated && stored != (m.fromUserID, m.toUserID, m.content, m.createdAt) {
+      throw GeneratedRecordConflict(clash: "a different message with id \(m.id)")
+    }
+    if try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true {
+      summary.messages += 1
+      return true
+    }
+    return false
+  }
+
+  /// Inserts the waiting messages, `rowsPerInsert` at a time.
+  private func flushMessages() throws {
+    guard !pendingMessages.isEmpty else { return }
+    defer { pendingMessages.removeAll(keepingCapacity: true) }
+    guard pendingMessages.count == Self.rowsPerInsert else {
+      for (m, line) in pendingMessages { try insertOne(m, line: line) }
+      return
+    }
+    for (index, item) in pendingMessages.enumerated() { try bind(item.message, to: insertMessages, at: Int32(index * 8)) }
+    try insertMessages.step()
+    insertMessages.reset()
+    let inserted = Int64(db.changes)
+    summary.messages += inserted
+    guard inserted < Int64(pendingMessages.count) else { return }
+    // Some were already in the file: settle each one (a row this statement inserted
+    // has the same status and is left alone).
+    var advanced: Int64 = 0
+    for (m, line) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
+    summary.unchanged += Int64(pendingMessages.count) - inserted - advanced
+  }
+
+  /// Runs an insert; a constraint failure is the record's fault and is reported as such.
+  private func step(_ statement: Statement, changed: () -> Void) throws {
+    do {
+      try statement.step()
+      statement.reset()
+    } catch let error as SQLiteError where error.code == SQLiteError.ResultCode.constraint {
+      statement.reset()
+      switch error.extendedCode {
+      case SQLiteError.ResultCode.constraintForeignKey:
+        throw RecordError("refers to a user who is not in the file (user records must come before their messages)")
+      case SQLiteError.ResultCode.constraintUnique:
+        throw RecordError("field 'requestId': already used by another message")
+      default:
+        throw RecordError("rejected by the database: \(error.message)")
+      }
+    }
+    if db.changes > 0 { changed() } else { summary.unchanged += 1 }
+  }
+
+  deinit {
+    // A writer dropped in the middle of a batch (a caller that never finished) still
+    // leaves the connection as it found it.
+    if active { abandon() }
+  }
+}
+
+@available(*, unavailable)
+extension RecordWriter: Sendable {}
+
+/// A generated record that differs from the one the file holds under the same key.
+struct GeneratedRecordConflict: Error {
+  /// What the file holds, e.g. "a different message with id 42".
+  var clash: String
+}
