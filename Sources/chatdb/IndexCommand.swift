@@ -98,7 +98,7 @@ enum IndexCommand {
 
   static func runVerify(_ arguments: ParsedArguments) throws -> Int32 {
     let path = try path(arguments)
-    let checks = IndexTools.verify(try open(path, mode: .readOnly))
+    let checks = try IndexTools.verify(open(path, mode: .readOnly))
     let failing = checks.filter { !$0.isOK }
     if arguments.flag("--json") {
       print(

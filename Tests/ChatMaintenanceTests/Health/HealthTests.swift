@@ -22,19 +22,65 @@ import Testing
       let (folder, path) = try Health.generatedFile()
       _ = folder
       let db = try Database(path: path)
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(Health.names(try IndexTools.verify(db)).isEmpty)
 
       try db.execute("DROP INDEX Messages_by_conversation")
-      let failing = Health.names(IndexTools.verify(db))
+      let failing = Health.names(try IndexTools.verify(db))
       #expect(failing.contains(HotQuery.messagesBefore.name))
       #expect(failing.contains(HotQuery.messagesAfter.name))
-      #expect(IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.scans == ["Messages"] })
+      #expect(try IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.outcome == .scans && Set($0.scans) == ["Messages"] })
 
       let statements = try IndexTools.repairStatements(db)
       #expect(statements == ["CREATE INDEX Messages_by_conversation ON Messages (conversation_id, id)"])
       try IndexTools.apply(statements, to: db)
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      let after = try IndexTools.verify(db).filter { !$0.isOK }
+      #expect(after.isEmpty, "\(after.map { "\($0.name): \($0.findings)" })")
       #expect(try IndexTools.repairStatements(db, dropUnknown: true).isEmpty)
+    }
+
+    /// The age cutoff and the eviction planner's queries are in the catalog and must
+    /// use their indexes: dropping one fails verify.
+    @Test func verifyFlagsEvictionQueriesWithoutTheirIndexes() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      try db.execute("DROP INDEX Messages_by_created_at")
+      #expect(Health.names(try IndexTools.verify(db)) == [HotQuery.firstMessageAtOrAfter.name])
+      try db.execute("DROP INDEX Messages_by_conversation")
+      let failing = Health.names(try IndexTools.verify(db))
+      for query in [
+        HotQuery.conversationList, .conversationRange, .conversationRangeBytes, .nthNewestMessage, .newestMessageOfConversation,
+        .deleteConversationChunk, .conversationIDs,
+      ] {
+        #expect(failing.contains(query.name), "\(query.name)")
+      }
+    }
+
+    /// A query that cannot be planned (a column is gone) is its own outcome, not a scan.
+    @Test func verifyReportsUnplannableQueriesApart() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      try db.execute("ALTER TABLE MessageRequests DROP COLUMN fail_reason")
+      let checks = try IndexTools.verify(db)
+      let failed = checks.filter { $0.outcome == .planFailed }
+      #expect(Set(failed.map(\.name)).isSuperset(of: [HotQuery.requestByID.name, HotQuery.dueRequests.name]))
+      #expect(failed.allSatisfy { $0.error?.contains("fail_reason") == true && !$0.isOK })
+      #expect(checks.allSatisfy { $0.outcome != .scans })
+    }
+
+    /// A file at an older schema version is refused with a pointer to `chatdb migrate`.
+    @Test func verifyRefusesAnOlderSchema() throws {
+      let folder = try HistoryFolder()
+      let path = folder.file("chats-1.db")
+      _ = try Migrator().migrate(fileAt: path, to: Migration.shipped.count - 1, owner: 1)
+      let db = try Database(path: path, mode: .readOnly)
+      #expect {
+        try IndexTools.verify(db)
+      } throws: { error in
+        let error = try #require(error as? StoreError)
+        return error.kind == .olderSchema && error.message.contains("run 'chatdb migrate'")
+      }
     }
 
     @Test func listShowsExpectedMissingAndUnknown() throws {
@@ -65,7 +111,7 @@ import Testing
       #expect(report.rowsBefore == 0)
       #expect(report.rowsAfter > 0)
       #expect(report.changed.contains("Messages.Messages_by_conversation"))
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(Health.names(try IndexTools.verify(db)).isEmpty)
       #expect(HealthCheck().check(path: path).isClean)
     }
   }
