@@ -71,7 +71,7 @@ public struct StorageReport: Sendable {
       let db = try Database(path: path, mode: .readOnly)
       return try db.read { try measure($0) }
     } catch {
-      throw StoreError.from(error, path: path, doing: "measure")
+      throw StoreError.from(error, path: path, doing: "measure", otherwise: .readFailed)
     }
   }
 
@@ -200,7 +200,7 @@ public struct StorageSuggestion: Sendable, Equatable {
         return result
       }
     } catch {
-      throw StoreError.from(error, path: path, doing: "plan suggestions for")
+      throw StoreError.from(error, path: path, doing: "plan suggestions for", otherwise: .readFailed)
     }
   }
 }

@@ -45,7 +45,7 @@ public struct Migrator: Sendable {
       let db = try Database(path: path, mode: .readOnly)
       return try db.read { try status(of: $0) }
     } catch {
-      throw StoreError.from(error, path: path, doing: "read the schema of")
+      throw StoreError.from(error, path: path, doing: "read the schema of", otherwise: .readFailed)
     }
   }
 
