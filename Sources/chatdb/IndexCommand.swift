@@ -83,26 +83,31 @@ enum IndexVerifyCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Verifying") { target, _ in
-      let db = try IndexCommand.open(target.path, mode: .readOnly)
-      do { try Migrator.requireLatest(db, for: "index verify") } catch { throw StoreError.from(error, path: target.path, doing: "read", otherwise: .readFailed) }
-      let checks = IndexTools.verify(db)
-      let unplanned = checks.filter { $0.error != nil }
-      let scanning = checks.filter { $0.error == nil && !$0.scans.isEmpty }
+      let checks: [HotQueryCheck]
+      do { checks = try IndexTools.verify(IndexCommand.open(target.path, mode: .readOnly)) } catch {
+        throw StoreError.from(error, path: target.path, doing: "verify the indexes of", otherwise: .readFailed)
+      }
+      let unplanned = checks.filter { $0.outcome == .planFailed }
+      let scanning = checks.filter { $0.outcome == .scans }
       var lines = checks.map { check in
-        let verdict = check.error != nil ? "ERROR" : check.scans.isEmpty ? "ok" : "SCAN \(check.scans.joined(separator: ", "))"
-        return "\(verdict)\t\(check.name)\t\(check.error ?? check.plan)"
+        switch check.outcome {
+        case .ok: return "ok\t\(check.name)\t\(check.plan)"
+        case .planFailed: return "ERROR\t\(check.name)\t\(check.error ?? "cannot be planned")"
+        case .scans: return "SCAN\t\(check.name)\t" + check.findings.map(\.description).joined(separator: "; ")
+        }
       }
       lines.append(
         unplanned.isEmpty && scanning.isEmpty
           ? "\(checks.count) hot queries: all use their indexes"
-          : "\(scanning.count) of \(checks.count) hot queries scan and \(unplanned.count) cannot be planned: "
-            + (unplanned + scanning).map(\.name).joined(separator: "; ") + "; run 'chatdb index apply'")
+          : "\(scanning.count) of \(checks.count) hot queries scan or miss their index and \(unplanned.count) cannot be planned: "
+            + (unplanned + scanning).map(\.name).joined(separator: "; ") + (scanning.isEmpty ? "" : "; run 'chatdb index apply'"))
       return FileResult(
         json: .object([
           "queries": .array(
             checks.map {
               .object([
-                "name": .string($0.name), "plan": .string($0.plan), "scans": .array($0.scans.map { .string($0) }),
+                "name": .string($0.name), "plan": .string($0.plan), "outcome": .string($0.outcome.rawValue),
+                "findings": .array($0.findings.map { .string($0.description) }),
                 "error": $0.error.map { .string($0) } ?? .null, "ok": .bool($0.isOK),
               ])
             })

@@ -23,7 +23,7 @@ import Testing
     try Database(path: path).execute("DROP INDEX Messages_by_conversation")
     run = try chatdb("index", "verify", "--db", path)
     #expect(run.status == 4)
-    let scanning = run.stdout.split(separator: "\n").filter { $0.hasPrefix("SCAN Messages\t") }
+    let scanning = run.stdout.split(separator: "\n").filter { $0.hasPrefix("SCAN\t") }
     #expect(scanning.contains { $0.contains(HotQuery.messagesBefore.name) })
     #expect(scanning.contains { $0.contains(HotQuery.messagesAfter.name) })
 

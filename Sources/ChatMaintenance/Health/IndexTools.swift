@@ -26,16 +26,41 @@ public struct IndexEntry: Sendable, Hashable {
 
 /// One hot query's plan, as `index verify` prints it.
 public struct HotQueryCheck: Sendable, Hashable {
+  /// What verifying one query found.
+  public enum Outcome: String, Sendable {
+    /// Every step reaches its table the way the catalog entry expects.
+    case ok
+    /// A step scans a table or searches it without the expected index.
+    case scans
+    /// The query could not be planned at all (a missing table or column, say): the
+    /// file is not the schema the catalog was written for, which is not the same
+    /// failure as a missing index. `chatdb index verify` exits 6 for it.
+    case planFailed
+  }
+
   public var name: String
   /// The `EXPLAIN QUERY PLAN` lines joined with `; `, or the error that stopped it.
   public var plan: String
-  /// Protected tables the plan reads in full (`HotQuery.fullScans(in:)`).
+  /// The tables of the flagged steps, one per finding (`HotQuery.fullScans(in:)`).
   public var scans: [String]
-  /// Set when the query could not be planned (for example an old schema lacks a column).
+  /// Set when the query could not be planned (for example a column is missing).
   public var error: String?
+  /// The flagged steps, each with what its entry expected.
+  public var findings: [PlanFinding] = []
 
-  /// Whether the plan is acceptable: planned, and no protected table read in full.
-  public var isOK: Bool { scans.isEmpty && error == nil }
+  public init(name: String, plan: String, scans: [String], error: String?, findings: [PlanFinding] = []) {
+    self.name = name
+    self.plan = plan
+    self.scans = scans
+    self.error = error
+    self.findings = findings
+  }
+
+  /// `planFailed` when it could not be planned, `scans` when a step was flagged, `ok` otherwise.
+  public var outcome: Outcome { error != nil ? .planFailed : scans.isEmpty ? .ok : .scans }
+
+  /// Whether the plan is acceptable: planned, and every step as expected.
+  public var isOK: Bool { outcome == .ok }
 }
 
 /// What `ANALYZE` changed in `sqlite_stat1`.
@@ -52,7 +77,7 @@ public struct AnalyzeReport: Sendable, Hashable {
 ///
 /// ```swift
 /// let db = try Database(path: "chats-1.db")
-/// let failing = try IndexTools.verify(db).filter { !$0.isOK }
+/// let failing = try IndexTools.verify(db).filter { !$0.isOK }  // .scans or .planFailed
 /// try IndexTools.apply(IndexTools.repairStatements(db), to: db)
 /// ```
 /// See <https://sqlite.org/eqp.html> and <https://sqlite.org/lang_analyze.html>.
@@ -104,12 +129,27 @@ public enum IndexTools {
 
   // MARK: - Verify
 
-  /// Plans every query of `HotQuery.all` on `db`.
-  public static func verify(_ db: Database, queries: [HotQuery] = HotQuery.all) -> [HotQueryCheck] {
-    queries.map { query in
+  /// Plans every query of `HotQuery.all` on `db` and checks each step against what
+  /// the query's catalog entry expects.
+  ///
+  /// A file at an older schema version is refused (`StoreError.olderSchema`): its
+  /// plans would only report the columns and indexes a migration adds. A query that
+  /// cannot be planned on a file at the latest version is reported with outcome
+  /// `planFailed`, not thrown, so the other queries are still checked.
+  public static func verify(_ db: Database, queries: [HotQuery] = HotQuery.all) throws -> [HotQueryCheck] {
+    do {
+      if try (db.int64("PRAGMA user_version") ?? 0) < Int64(Migration.shipped.count) {
+        try Migrator.requireLatest(db, for: "index verify")
+      }
+    } catch {
+      throw StoreError.from(error, path: db.path, doing: "read the schema version of", otherwise: .readFailed)
+    }
+    return queries.map { query in
       do {
         let plan = try query.plan(in: db)
-        return HotQueryCheck(name: query.name, plan: plan.joined(separator: "; "), scans: try query.fullScans(in: db), error: nil)
+        let findings = try query.findings(in: db)
+        return HotQueryCheck(
+          name: query.name, plan: plan.joined(separator: "; "), scans: findings.map(\.table), error: nil, findings: findings)
       } catch {
         let reason = (error as? SQLiteError)?.message ?? String(describing: error)
         return HotQueryCheck(name: query.name, plan: "", scans: [], error: reason)

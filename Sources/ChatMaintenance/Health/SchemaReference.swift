@@ -51,16 +51,11 @@ public enum SchemaReference {
     ) { SchemaObject(type: $0.string(0), name: $0.string(1), table: $0.string(2), sql: normalise($0.string(3))) }
   }
 
-  /// A table's columns as `name type [NOT NULL] [DEFAULT x] [PK n]`, in order
-  /// (from `pragma_table_info`, so the same table written two ways compares equal).
+  /// A table's columns as `name type [NOT NULL] [DEFAULT x] [PK n]`, in order, then
+  /// its foreign keys: `Migrator.tableShape(_:in:)`, the same comparison the migrator
+  /// makes before adopting a seed-era file, so the two never disagree.
   public static func columns(of table: String, in db: Database) throws -> [String] {
-    try db.query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid", [table]) { row in
-      var text = row.string(0) + " " + row.string(1).uppercased()
-      if row.int(2) != 0 { text += " NOT NULL" }
-      if let value = row.optionalString(3) { text += " DEFAULT " + value }
-      if row.int(4) != 0 { text += " PK \(row.int(4))" }
-      return text
-    }
+    try Migrator.tableShape(table, in: db)
   }
 
   /// Collapses every run of whitespace to one space and drops spaces next to

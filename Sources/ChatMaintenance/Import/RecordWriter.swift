@@ -89,12 +89,8 @@ public final class RecordWriter {
       INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
       """)
-    advanceStatus = try database.prepare(
-      """
-      UPDATE Messages SET status = ?2 WHERE id = ?1 AND \(MessageStatus.rankSQL("?2")) > \(MessageStatus.rankSQL("status"))
-      RETURNING 1
-      """)
-    storedMessage = try database.prepare("SELECT from_user_id, to_user_id, content, created_at FROM Messages WHERE id = ?")
+    advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
+    storedMessage = try database.prepare(HotQuery.storedMessage.sql)
     insertRequest = try database.prepare(
       """
       INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
@@ -205,13 +201,7 @@ public final class RecordWriter {
   /// New sends must never reuse an imported request id.
   private func raiseRequestCounter() throws {
     try flushMessages()
-    try db.execute(
-      """
-      UPDATE StoreInfo SET value = max(value,
-        coalesce((SELECT max(request_id) FROM MessageRequests), 0),
-        coalesce((SELECT max(request_id) FROM Messages WHERE from_user_id = ?1 AND request_id IS NOT NULL), 0))
-      WHERE key = 'last_request_id'
-      """, [owner])
+    try db.execute(HotQuery.raiseRequestCounter.sql, [owner])
   }
 
   // MARK: - Inserting

@@ -113,7 +113,7 @@ public struct EvictionPlanner {
     let whole = policy.olderThan == nil && policy.maxSize == nil && !scope.isEmpty
 
     // Per conversation: the newest id that may go (keep-last) and the base bound.
-    let kthNewest = try db.prepare("SELECT id FROM Messages WHERE conversation_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2")
+    let kthNewest = try db.prepare(HotQuery.nthNewestMessage.sql)
     var cap: [Int64: Int64] = [:]
     var bound: [Int64: Int64] = [:]
     for id in conversations {
@@ -127,11 +127,7 @@ public struct EvictionPlanner {
     }
 
     // The base plan: counts (and bytes) of each conversation's prefix.
-    let measure = try db.prepare(
-      footprint == nil
-        ? HotQuery.conversationRange.sql
-        : "SELECT count(*), max(id), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM Messages WHERE conversation_id = ?1 AND id > ?2 AND id <= ?3"
-    )
+    let measure = try db.prepare(footprint == nil ? HotQuery.conversationRange.sql : HotQuery.conversationRangeBytes.sql)
     var parts: [Int64: (messages: Int64, content: Int64, lastID: Int64)] = [:]
     for id in conversations {
       guard let b = bound[id], b > Int64.min else { continue }
@@ -166,7 +162,7 @@ public struct EvictionPlanner {
           uniform = nil
         }
         if policy.leastRecent {
-          let newest = try db.prepare("SELECT max(id) FROM Messages WHERE conversation_id = ?")
+          let newest = try db.prepare(HotQuery.newestMessageOfConversation.sql)
           let order = try conversations.map { ($0, try newest.first([$0]) { $0.int64(0) } ?? 0) }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
           for (id, _) in order where gained < needed {
             let from = parts[id]?.lastID ?? Int64.min
@@ -177,7 +173,7 @@ public struct EvictionPlanner {
           }
         } else {
           let start = ageBound.map { $0 == Int64.max ? $0 : $0 + 1 } ?? Int64.min
-          let scan = try db.prepare("SELECT id, conversation_id, length(CAST(content AS BLOB)) FROM Messages WHERE id >= ? ORDER BY id")
+          let scan = try db.prepare(HotQuery.messagesFromID.sql)
           if start < Int64.max {
             let allowed = Set(conversations)
             try scan.forEachRowUntil([start]) { row in
@@ -215,19 +211,9 @@ public struct EvictionPlanner {
       uniformLastID: planned.isEmpty ? nil : uniform)
   }
 
-  /// Every conversation with messages, found by skipping through the
-  /// `(conversation_id, id)` index: one seek per conversation, not a scan.
+  /// Every conversation with messages (`HotQuery.conversationIDs`).
   func conversationIDs() throws -> [Int64] {
-    try db.query(
-      """
-      WITH RECURSIVE c(id) AS (
-        SELECT min(conversation_id) FROM Messages
-        UNION ALL
-        SELECT (SELECT min(conversation_id) FROM Messages WHERE conversation_id > c.id) FROM c WHERE c.id IS NOT NULL
-      )
-      SELECT id FROM c WHERE id IS NOT NULL
-      """
-    ) { $0.int64(0) }
+    try db.query(HotQuery.conversationIDs.sql) { $0.int64(0) }
   }
 
   /// Why a size target is out of reach: what stays in the file.

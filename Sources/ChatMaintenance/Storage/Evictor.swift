@@ -153,8 +153,7 @@ public final class Evictor {
     var rows = options.fixedChunkRows ?? options.initialChunkRows
     if plan.conversations.count <= 8 {
       // A few conversations: walk each one's index range, oldest first.
-      let chunk = try db.prepare(
-        "DELETE FROM Messages WHERE id IN (SELECT id FROM Messages WHERE conversation_id = ?1 AND id <= ?2 ORDER BY id LIMIT ?3)")
+      let chunk = try db.prepare(HotQuery.deleteConversationChunk.sql)
       for part in plan.conversations {
         while true {
           let (changed, millis) = try inChunk { try chunk.execute([part.id, part.lastID, Int64(rows)]) }
@@ -168,20 +167,15 @@ public final class Evictor {
     }
     // Many conversations: walk the table in id order (how the rows lie on disk), each
     // chunk a range of ids, deleting the rows the plan covers.
-    try db.execute(
-      "CREATE TEMP TABLE IF NOT EXISTS chatdb_evict_bounds (conversation_id INTEGER PRIMARY KEY, last_id INTEGER NOT NULL)")
+    try db.execute(HotQuery.evictionBoundsTable)
     try db.execute("DELETE FROM temp.chatdb_evict_bounds")
     let insert = try db.prepare("INSERT INTO temp.chatdb_evict_bounds (conversation_id, last_id) VALUES (?, ?)")
     for part in plan.conversations { try insert.execute([part.id, part.lastID]) }
     let maxID = plan.uniformLastID ?? plan.conversations.map(\.lastID).max()!
-    let next = try db.prepare("SELECT id FROM Messages WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT 1 OFFSET ?3")
-    let chunk = try db.prepare(
-      """
-      DELETE FROM Messages WHERE id > ?1 AND id <= ?2
-        AND id <= (SELECT last_id FROM temp.chatdb_evict_bounds b WHERE b.conversation_id = Messages.conversation_id)
-      """)
-    let range = try db.prepare("DELETE FROM Messages WHERE id > ?1 AND id <= ?2")
-    var low = (try db.int64("SELECT min(id) FROM Messages") ?? 0) - 1
+    let next = try db.prepare(HotQuery.chunkEnd.sql)
+    let chunk = try db.prepare(HotQuery.deleteBoundedRange.sql)
+    let range = try db.prepare(HotQuery.deleteIDRange.sql)
+    var low = (try db.int64(HotQuery.oldestMessage.sql) ?? 0) - 1
     while low < maxID {
       let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
       let (changed, millis) = try inChunk {

@@ -175,15 +175,15 @@ public struct StorageReport: Sendable {
     let messagePages = btrees.filter { $0.table == "Messages" }.reduce(0) { $0 + $1.bytes }
     let model = Double(totalContent + totalMessages * EvictionPlanner.rowOverhead)
     let footprint = EvictionPlanner.Footprint(scale: model > 0 ? Double(messagePages) / model : 1, btreeBytes: [:])
-    let createdAt = try db.prepare("SELECT created_at FROM Messages WHERE id = ?")
-    let userName = try db.prepare("SELECT name FROM Users WHERE id = ?")
+    let createdAt = try db.prepare(HotQuery.messageCreatedAt.sql)
+    let userName = try db.prepare(HotQuery.userByID.sql)
     var conversations: [ConversationUsage] = []
     for id in Set(stats.keys).union(outbox.filter { $0.value.pending + $0.value.failed > 0 }.keys) {
       let s = stats[id]
       let o = outbox[id] ?? (0, 0)
       conversations.append(
         ConversationUsage(
-          id: id, name: try userName.first([id]) { $0.optionalString(0) } ?? nil, messages: s?.messages ?? 0,
+          id: id, name: try userName.first([id]) { $0.optionalString(1) } ?? nil, messages: s?.messages ?? 0,
           contentBytes: s?.content ?? 0,
           bytes: s.map { Int64(footprint.bytes(content: $0.content, rows: $0.messages).rounded()) } ?? 0,
           oldest: try s.flatMap { s in try createdAt.first([s.minID]) { $0.string(0) } },

@@ -70,15 +70,13 @@ public final class ChatRepository {
   /// Records a contact's presence (the last time they were online).
   public func updatePresence(of userID: Int64, lastConnectedAt: String) throws {
     try database.write { db in
-      try db.execute(
-        "UPDATE Users SET last_connected_at = ?2 WHERE id = ?1 AND (last_connected_at IS NULL OR last_connected_at < ?2)",
-        [userID, lastConnectedAt])
+      try db.execute(HotQuery.updatePresence.sql, [userID, lastConnectedAt])
     }
   }
 
   /// A user by id.
   public func user(_ id: Int64) throws -> User? {
-    try database.cachedStatement("SELECT id, name, avatar_url, last_connected_at FROM Users WHERE id = ?").first([id]) {
+    try database.cachedStatement(HotQuery.userByID.sql).first([id]) {
       User(id: $0.int64(0), name: $0.string(1), avatarURL: $0.optionalString(2), lastConnectedAt: $0.optionalString(3))
     }
   }
@@ -134,10 +132,7 @@ public final class ChatRepository {
     let date = now()
     return try database.write { db in
       try db.execute(
-        """
-        UPDATE MessageRequests SET status = 'SENT', last_sent_at = ?2, last_modified_at = ?2, next_attempt_at = ?3
-        WHERE request_id = ?1 AND status IN ('PENDING', 'SENT', 'FAILED')
-        """,
+        HotQuery.markRequestSent.sql,
         [requestID, Timestamp.string(date), Timestamp.string(date.addingTimeInterval(replyTimeout))])
       return db.changes > 0
     }
@@ -150,11 +145,7 @@ public final class ChatRepository {
     let at = timestamp
     return try database.write { db in
       try db.execute(
-        """
-        UPDATE MessageRequests SET status = 'FAILED', fail_count = coalesce(fail_count, 0) + 1, fail_reason = ?2,
-          last_modified_at = ?3, next_attempt_at = ?4
-        WHERE request_id = ?1 AND status IN ('PENDING', 'SENT', 'FAILED')
-        """,
+        HotQuery.markRequestFailed.sql,
         [requestID, reason, at, retryAt.map(Timestamp.string)])
       return db.changes > 0
     }
@@ -165,12 +156,7 @@ public final class ChatRepository {
   public func retry(_ requestID: Int64) throws -> Bool {
     let at = timestamp
     return try database.write { db in
-      try db.execute(
-        """
-        UPDATE MessageRequests SET status = 'PENDING', fail_count = 0, fail_reason = NULL,
-          last_modified_at = ?2, next_attempt_at = ?2
-        WHERE request_id = ?1 AND status = 'FAILED'
-        """, [requestID, at])
+      try db.execute(HotQuery.retryRequest.sql, [requestID, at])
       return db.changes > 0
     }
   }
@@ -180,14 +166,14 @@ public final class ChatRepository {
   @discardableResult
   public func deleteFailedRequest(_ requestID: Int64) throws -> Bool {
     try database.write { db in
-      try db.execute("DELETE FROM MessageRequests WHERE request_id = ? AND status = 'FAILED'", [requestID])
+      try db.execute(HotQuery.deleteFailedRequest.sql, [requestID])
       return db.changes > 0
     }
   }
 
   /// A request by id.
   public func request(_ requestID: Int64) throws -> MessageRequest? {
-    try database.cachedStatement("SELECT \(HotQuery.requestColumns) FROM MessageRequests WHERE request_id = ?")
+    try database.cachedStatement(HotQuery.requestByID.sql)
       .first([requestID], Self.request)
   }
 
@@ -201,7 +187,7 @@ public final class ChatRepository {
     message.requestID = requestID
     try database.write { db in
       try store(message, in: db)
-      try db.execute("DELETE FROM MessageRequests WHERE request_id = ?", [requestID])
+      try db.execute(HotQuery.deleteRequest.sql, [requestID])
     }
   }
 
@@ -214,7 +200,7 @@ public final class ChatRepository {
       for message in messages {
         try store(message, in: db)
         if message.fromUserID == ownerID, let requestID = message.requestID {
-          try db.execute("DELETE FROM MessageRequests WHERE request_id = ?", [requestID])
+          try db.execute(HotQuery.deleteRequest.sql, [requestID])
         }
       }
     }
@@ -270,9 +256,9 @@ public final class ChatRepository {
   @discardableResult
   public func apply(_ status: MessageStatus, toMessage id: Int64) throws -> Bool {
     try database.write { db in
-      try db.execute("UPDATE Messages SET status = ?2 WHERE id = ?1 AND status IN (\(status.earlierStatusesSQL))", [id, status.rawValue])
+      try db.execute(HotQuery.statusOfMessage(status).sql, [id, status.rawValue])
       if db.changes > 0 { return true }
-      if try db.int64("SELECT 1 FROM Messages WHERE id = ?", [id]) == nil {
+      if try db.int64(HotQuery.messageExists.sql, [id]) == nil {
         try db.execute(
           """
           INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)

@@ -96,30 +96,76 @@ public struct Migrator: Sendable {
       fileSize: FileSystem.databaseSize(atPath: db.path))
   }
 
-  /// A file with tables but no version must be the seed's own schema to be adopted.
+  /// A file with tables but no version is adopted as version 1 only if its schema is
+  /// the seed's exactly: the same tables, each with the same columns (type, NOT NULL,
+  /// default, primary key) and foreign keys, and no index, trigger or view of its own.
+  ///
+  /// Why this strict: adoption records 0001 as applied without running it, so every
+  /// later migration, the chat layer and `chatdb check` take the seed's constraints as
+  /// given. A `Messages` without its `INTEGER PRIMARY KEY` or a `NOT NULL` dropped
+  /// would be carried forward silently, only to show up as `schema-different` in
+  /// `check` (or as duplicate ids) after the migration had changed the file. Refusing
+  /// leaves the file untouched for a person to look at; `check` compares tables with
+  /// the same `tableShape(_:in:)`, so it is clean after a migration exactly when the
+  /// file was adopted.
   private func checkSeedSchema(_ db: Database, tables: Set<String>) throws {
     guard let initial = migrations.first else { return }
     let reference = try Database(path: ":memory:")
     try reference.execute(initial.sql)
-    let expected = try Self.columns(of: reference)
-    let found = try Self.columns(of: db)
-    guard expected == found else {
-      let names = tables.sorted().joined(separator: ", ")
+    let expectedTables = Set(try reference.query(Self.userTablesSQL) { $0.string(0) })
+    var differences: [String] = []
+    for table in expectedTables.sorted() {
+      guard tables.contains(table) else {
+        differences.append("missing table \(table)")
+        continue
+      }
+      let want = try Self.tableShape(table, in: reference)
+      let have = try Self.tableShape(table, in: db)
+      guard want != have else { continue }
+      let changes = want.filter { !have.contains($0) }.map { "missing \($0)" } + have.filter { !want.contains($0) }.map { "extra \($0)" }
+      differences.append("table \(table): " + (changes.isEmpty ? "column order" : changes.joined(separator: ", ")))
+    }
+    differences += tables.subtracting(expectedTables).sorted().map { "extra table \($0)" }
+    differences += try db.query(
+      "SELECT type, name FROM sqlite_schema WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    ) { "extra \($0.string(0)) \($0.string(1))" }
+    guard differences.isEmpty else {
+      let shown = differences.prefix(6).joined(separator: "; ") + (differences.count > 6 ? "; … (\(differences.count - 6) more)" : "")
       throw StoreError(
         .schemaMismatch,
-        "\(db.path) has no chatdb version and its tables (\(names)) are not the seed schema; refusing to touch it",
+        "\(db.path) has no chatdb version and its schema is not the seed's (\(shown)); refusing to adopt it",
         path: db.path)
     }
   }
 
-  /// Table name → column names, for every user table.
-  static func columns(of db: Database) throws -> [String: [String]] {
-    let tables = try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { $0.string(0) }
-    var result: [String: [String]] = [:]
-    for table in tables {
-      result[table] = try db.query("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table]) { $0.string(0) }
+  static let userTablesSQL = "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+
+  /// A table's shape, as adoption and `chatdb check` compare it: each column as
+  /// `name TYPE [NOT NULL] [DEFAULT x] [PK n]` in order, then each foreign key as
+  /// `FOREIGN KEY (from) REFERENCES Table(to)`, sorted. Read from `pragma_table_info`
+  /// and `pragma_foreign_key_list`, so the same table written two ways compares equal.
+  ///
+  /// See <https://sqlite.org/pragma.html#pragma_table_info>.
+  public static func tableShape(_ table: String, in db: Database) throws -> [String] {
+    let columns = try db.query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid", [table]) { row in
+      var text = row.string(0) + " " + row.string(1).uppercased()
+      if row.int(2) != 0 { text += " NOT NULL" }
+      if let value = row.optionalString(3) { text += " DEFAULT " + value }
+      if row.int(4) != 0 { text += " PK \(row.int(4))" }
+      return text
     }
-    return result
+    let keys = try db.query(
+      """
+      SELECT group_concat("from", ', '), "table", group_concat(coalesce("to", ''), ', '), on_update, on_delete
+      FROM (SELECT * FROM pragma_foreign_key_list(?) ORDER BY id, seq) GROUP BY id
+      """, [table]
+    ) { row in
+      var text = "FOREIGN KEY (\(row.string(0))) REFERENCES \(row.string(1))(\(row.string(2)))"
+      if row.string(3) != "NO ACTION" { text += " ON UPDATE " + row.string(3) }
+      if row.string(4) != "NO ACTION" { text += " ON DELETE " + row.string(4) }
+      return text
+    }
+    return columns + keys.sorted()
   }
 
   /// Throws unless `db` is at the latest version this binary knows: the chat layer,

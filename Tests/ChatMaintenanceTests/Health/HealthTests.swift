@@ -22,19 +22,65 @@ import Testing
       let (folder, path) = try Health.generatedFile()
       _ = folder
       let db = try Database(path: path)
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(Health.names(try IndexTools.verify(db)).isEmpty)
 
       try db.execute("DROP INDEX Messages_by_conversation")
-      let failing = Health.names(IndexTools.verify(db))
+      let failing = Health.names(try IndexTools.verify(db))
       #expect(failing.contains(HotQuery.messagesBefore.name))
       #expect(failing.contains(HotQuery.messagesAfter.name))
-      #expect(IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.scans == ["Messages"] })
+      #expect(try IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.outcome == .scans && Set($0.scans) == ["Messages"] })
 
       let statements = try IndexTools.repairStatements(db)
       #expect(statements == ["CREATE INDEX Messages_by_conversation ON Messages (conversation_id, id)"])
       try IndexTools.apply(statements, to: db)
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      let after = try IndexTools.verify(db).filter { !$0.isOK }
+      #expect(after.isEmpty, "\(after.map { "\($0.name): \($0.findings)" })")
       #expect(try IndexTools.repairStatements(db, dropUnknown: true).isEmpty)
+    }
+
+    /// The age cutoff and the eviction planner's queries are in the catalog and must
+    /// use their indexes: dropping one fails verify.
+    @Test func verifyFlagsEvictionQueriesWithoutTheirIndexes() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      try db.execute("DROP INDEX Messages_by_created_at")
+      #expect(Health.names(try IndexTools.verify(db)) == [HotQuery.firstMessageAtOrAfter.name])
+      try db.execute("DROP INDEX Messages_by_conversation")
+      let failing = Health.names(try IndexTools.verify(db))
+      for query in [
+        HotQuery.conversationList, .conversationRange, .conversationRangeBytes, .nthNewestMessage, .newestMessageOfConversation,
+        .deleteConversationChunk, .conversationIDs,
+      ] {
+        #expect(failing.contains(query.name), "\(query.name)")
+      }
+    }
+
+    /// A query that cannot be planned (a column is gone) is its own outcome, not a scan.
+    @Test func verifyReportsUnplannableQueriesApart() throws {
+      let (folder, path) = try Health.generatedFile()
+      _ = folder
+      let db = try Database(path: path)
+      try db.execute("ALTER TABLE MessageRequests DROP COLUMN fail_reason")
+      let checks = try IndexTools.verify(db)
+      let failed = checks.filter { $0.outcome == .planFailed }
+      #expect(Set(failed.map(\.name)).isSuperset(of: [HotQuery.requestByID.name, HotQuery.dueRequests.name]))
+      #expect(failed.allSatisfy { $0.error?.contains("fail_reason") == true && !$0.isOK })
+      #expect(checks.allSatisfy { $0.outcome != .scans })
+    }
+
+    /// A file at an older schema version is refused with a pointer to `chatdb migrate`.
+    @Test func verifyRefusesAnOlderSchema() throws {
+      let folder = try HistoryFolder()
+      let path = folder.file("chats-1.db")
+      _ = try Migrator().migrate(fileAt: path, to: Migration.shipped.count - 1, owner: 1)
+      let db = try Database(path: path, mode: .readOnly)
+      #expect {
+        try IndexTools.verify(db)
+      } throws: { error in
+        let error = try #require(error as? StoreError)
+        return error.kind == .olderSchema && error.message.contains("run 'chatdb migrate'")
+      }
     }
 
     @Test func listShowsExpectedMissingAndUnknown() throws {
@@ -65,7 +111,7 @@ import Testing
       #expect(report.rowsBefore == 0)
       #expect(report.rowsAfter > 0)
       #expect(report.changed.contains("Messages.Messages_by_conversation"))
-      #expect(Health.names(IndexTools.verify(db)).isEmpty)
+      #expect(Health.names(try IndexTools.verify(db)).isEmpty)
       #expect(HealthCheck().check(path: path).isClean)
     }
   }
@@ -219,6 +265,85 @@ import Testing
       let report = HealthCheck().check(path: path)
       #expect(report.version == version)
       #expect(report.findings.filter { $0.check.hasPrefix("schema") || $0.check == "migration-drift" } == [])
+    }
+  }
+
+  /// Seed-era files (tables, no version) that differ from the seed's schema in small
+  /// ways: `migrate` adopts exactly those that `check` finds clean once migrated.
+  @Suite struct Adoption {
+    struct Variant: Sendable, CustomStringConvertible {
+      var description: String
+      /// The schema, from the seed's SQL.
+      var sql: @Sendable (String) -> String
+      var adoptable: Bool
+      /// Words the refusal must contain.
+      var names: [String] = []
+    }
+
+    static let seed = Migration.shipped[0].sql
+
+    static let variants: [Variant] = [
+      Variant(description: "the seed as shipped", sql: { $0 }, adoptable: true),
+      Variant(
+        description: "the seed re-wrapped in lower case",
+        sql: { $0.replacingOccurrences(of: "INTEGER PRIMARY KEY", with: "integer   primary key").replacingOccurrences(of: "\n  ", with: " ") },
+        adoptable: true),
+      Variant(
+        description: "Messages.id without PRIMARY KEY",
+        sql: { $0.replacingOccurrences(of: "CREATE TABLE Messages (\n  id INTEGER PRIMARY KEY", with: "CREATE TABLE Messages (\n  id INTEGER") },
+        adoptable: false, names: ["Messages", "PK"]),
+      Variant(
+        description: "Users.name without NOT NULL",
+        sql: { $0.replacingOccurrences(of: "name TEXT NOT NULL", with: "name TEXT") }, adoptable: false, names: ["Users", "name TEXT"]),
+      Variant(
+        description: "MessageRequests.fail_count as TEXT",
+        sql: { $0.replacingOccurrences(of: "fail_count INTEGER", with: "fail_count TEXT") }, adoptable: false,
+        names: ["MessageRequests", "fail_count"]),
+      Variant(
+        description: "Users.avatar_url with a default",
+        sql: { $0.replacingOccurrences(of: "avatar_url TEXT", with: "avatar_url TEXT DEFAULT ''") }, adoptable: false,
+        names: ["Users", "DEFAULT"]),
+      Variant(
+        description: "MessageRequests without its foreign key",
+        sql: {
+          $0.replacingOccurrences(
+            of: "fail_count INTEGER,\n  FOREIGN KEY (to_user_id) REFERENCES Users(id)", with: "fail_count INTEGER")
+        }, adoptable: false, names: ["MessageRequests", "FOREIGN KEY"]),
+      Variant(
+        description: "an extra column", sql: { $0 + "\nALTER TABLE Users ADD COLUMN nickname TEXT;" }, adoptable: false,
+        names: ["nickname"]),
+      Variant(
+        description: "an extra index", sql: { $0 + "\nCREATE INDEX Users_by_name ON Users (name);" }, adoptable: false,
+        names: ["index Users_by_name"]),
+      Variant(
+        description: "an extra table", sql: { $0 + "\nCREATE TABLE Scratch (x);" }, adoptable: false, names: ["Scratch"]),
+    ]
+
+    @Test(arguments: variants)
+    func adoptedExactlyWhenCleanAfterMigrate(_ variant: Variant) throws {
+      let folder = try HistoryFolder()
+      let path = folder.file("chats-1.db")
+      do {
+        let db = try Database(path: path, mode: .create)
+        let sql = variant.sql(Self.seed)
+        #expect(sql != Self.seed || variant.description == "the seed as shipped", "the variant changed nothing")
+        try db.execute(sql)
+        try db.execute("INSERT INTO Users (id, name) VALUES (1, 'Owner'), (2, 'Ada')")
+      }
+      var adopted = true
+      do {
+        _ = try Migrator().migrate(fileAt: path, backup: false)
+      } catch let error as StoreError {
+        adopted = false
+        #expect(error.kind == .schemaMismatch)
+        for name in variant.names { #expect(error.message.contains(name), "\(error.message)") }
+        let db = try Database(path: path, mode: .readOnly)
+        #expect(try db.int64("PRAGMA user_version") == 0, "a refused file must be left untouched")
+        #expect(try db.int64("SELECT count(*) FROM sqlite_schema WHERE name = '\(Migrator.recordsTable)'") == 0)
+      }
+      let report = HealthCheck().check(path: path)
+      #expect(adopted == variant.adoptable)
+      #expect(adopted == report.isClean, "\(report.findings)")
     }
   }
 

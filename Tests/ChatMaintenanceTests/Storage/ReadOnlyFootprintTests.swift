@@ -26,7 +26,7 @@ import Testing
     Reader(name: "IndexTools.list and verify") {
       let db = try Database(path: $0, mode: .readOnly)
       _ = try IndexTools.list(db)
-      let checks = IndexTools.verify(db)
+      let checks = try IndexTools.verify(db)
       #expect(checks.allSatisfy { $0.isOK })
       _ = try IndexTools.repairStatements(db)
     },

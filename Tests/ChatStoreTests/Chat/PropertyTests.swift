@@ -105,11 +105,17 @@ struct SplitMix64: RandomNumberGenerator {
     }
     try f.chats.receive(messages)
     for _ in 0..<20 { try f.chats.send(to: 2, content: "x") }
-    try f.chats.database.execute("ANALYZE")
-    for query in HotQuery.all {
-      let plan = try query.plan(in: f.chats.database)
-      #expect(try query.fullScans(in: f.chats.database).isEmpty, "\(query.name): \(plan)")
+    for analyzed in [false, true] {
+      if analyzed { try f.chats.database.execute("ANALYZE") }
+      for query in HotQuery.all {
+        let plan = try query.plan(in: f.chats.database)
+        #expect(try query.findings(in: f.chats.database).isEmpty, "\(query.name) (analyzed: \(analyzed)): \(plan)")
+      }
     }
+  }
+
+  @Test func catalogNamesAreUnique() {
+    #expect(Set(HotQuery.all.map(\.name)).count == HotQuery.all.count)
   }
 
   @Test func aDroppedIndexIsCaught() throws {
@@ -118,8 +124,57 @@ struct SplitMix64: RandomNumberGenerator {
     #expect(try HotQuery.messagesBefore.fullScans(in: f.chats.database) == ["Messages"])
   }
 
+  /// A dropped index and the queries whose plans must then be flagged: the `SEARCH
+  /// Messages` of `max(id)` with no index and the `rowid>? AND rowid<?` fallback
+  /// walk the whole table just like a `SCAN`.
+  @Test(arguments: [
+    ("Messages_by_conversation", HotQuery.conversationList),
+    ("Messages_by_conversation", HotQuery.newestMessageOfConversation),
+    ("Messages_by_conversation", HotQuery.conversationRange),
+    ("Messages_by_conversation", HotQuery.conversationRangeBytes),
+    ("Messages_by_conversation", HotQuery.nthNewestMessage),
+    ("Messages_by_conversation", HotQuery.deleteConversationChunk),
+    ("Messages_by_conversation", HotQuery.conversationIDs),
+    ("Messages_by_created_at", HotQuery.firstMessageAtOrAfter),
+    ("Messages_by_request", HotQuery.messageByRequest),
+    ("MessageRequests_by_conversation", HotQuery.requestsBefore),
+  ])
+  func droppedIndexFlagsQuery(index: String, query: HotQuery) throws {
+    let f = try ChatFixture()
+    #expect(try query.findings(in: f.chats.database).isEmpty)
+    try f.chats.database.execute("DROP INDEX \(index)")
+    let findings = try query.findings(in: f.chats.database)
+    let plan = try query.plan(in: f.chats.database)
+    #expect(!findings.isEmpty, "\(query.name): \(plan)")
+    #expect(findings.allSatisfy { $0.table == "Messages" || $0.table == "MessageRequests" })
+  }
+
+  /// How plan lines are read: only what the entry declares passes.
+  @Test(arguments: [
+    ("SCAN Messages", PlanAccess.scan("Messages")),
+    ("SCAN Messages USING COVERING INDEX Messages_by_created_at", PlanAccess.scan("Messages")),
+    ("SEARCH Messages", PlanAccess.rowidRange),
+    ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)", PlanAccess.rowidRange),
+    ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid<?)", PlanAccess.rowidRange),
+    ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid=?)", PlanAccess.primaryKey),
+    ("SEARCH StoreInfo USING PRIMARY KEY (key=?)", PlanAccess.primaryKey),
+    ("SEARCH Messages USING COVERING INDEX Messages_by_conversation (conversation_id=? AND rowid<?)",
+     PlanAccess.index("Messages_by_conversation")),
+    ("SEARCH Messages USING INDEX Messages_unread (conversation_id=?)", PlanAccess.index("Messages_unread")),
+  ])
+  func planLinesAreClassified(line: String, access: PlanAccess) {
+    let words = line.split(separator: " ").map(String.init)
+    #expect(HotQuery.access(of: words, table: words[1]) == access)
+  }
+
+  @Test func automaticIndexIsNeverExpected() {
+    let words = "SEARCH t USING AUTOMATIC COVERING INDEX (a=?)".split(separator: " ").map(String.init)
+    #expect(HotQuery.access(of: words, table: "t") == nil)
+  }
+
   @Test func aliasesAreResolved() {
     #expect(HotQuery.conversationList.tableAliases["m"] == "Messages")
     #expect(HotQuery.conversationList.tableAliases["r"] == "MessageRequests")
+    #expect(HotQuery.deleteBoundedRange.tableAliases["b"] == "chatdb_evict_bounds")
   }
 }
