@@ -14,10 +14,13 @@ public struct Table: Sendable {
     public var title: String
     /// The alignment of the header and cells.
     public var alignment: Alignment
+    /// Wrap longer cells onto more lines at word boundaries (nil: never wrap).
+    public var maxWidth: Int?
     /// Creates a column.
-    public init(_ title: String, alignment: Alignment = .left) {
+    public init(_ title: String, alignment: Alignment = .left, maxWidth: Int? = nil) {
       self.title = title
       self.alignment = alignment
+      self.maxWidth = maxWidth
     }
   }
 
@@ -37,7 +40,15 @@ public struct Table: Sendable {
   /// The table as text: header, a line of dashes per column, then the rows; each line ends with
   /// a newline and has no trailing spaces. Widths count East Asian wide characters as two columns.
   public func render() -> String {
-    let cells = rows.map { row in columns.indices.map { $0 < row.count ? row[$0] : "" } }
+    // A row whose cells wrap becomes several lines; the other columns are blank below.
+    let cells = rows.flatMap { row -> [[String]] in
+      let wrapped = columns.indices.map { index -> [String] in
+        let cell = index < row.count ? row[index] : ""
+        return columns[index].maxWidth.map { wrapCell(cell, width: $0) } ?? [cell]
+      }
+      let height = wrapped.map(\.count).max() ?? 1
+      return (0..<height).map { line in wrapped.map { line < $0.count ? $0[line] : "" } }
+    }
     var widths = columns.map { displayWidth($0.title) }
     for row in cells {
       for (index, cell) in row.enumerated() { widths[index] = max(widths[index], displayWidth(cell)) }
@@ -55,6 +66,36 @@ public struct Table: Sendable {
     let separator = widths.map { String(repeating: "-", count: $0) }
     return line(columns.map(\.title)) + line(separator) + cells.map(line).joined()
   }
+}
+
+/// `text` in lines of at most `width` columns, broken between words (a word longer
+/// than the width is cut).
+func wrapCell(_ text: String, width: Int) -> [String] {
+  guard width > 0, displayWidth(text) > width else { return [text] }
+  var lines: [String] = []
+  var current = ""
+  for word in text.split(separator: " ", omittingEmptySubsequences: true).map(String.init) {
+    var word = word
+    while displayWidth(word) > width {
+      if !current.isEmpty { lines.append(current); current = "" }
+      var head = ""
+      while let next = word.first, displayWidth(head + String(next)) <= width {
+        head.append(next)
+        word.removeFirst()
+      }
+      lines.append(head)
+    }
+    if current.isEmpty {
+      current = word
+    } else if displayWidth(current) + 1 + displayWidth(word) <= width {
+      current += " " + word
+    } else {
+      lines.append(current)
+      current = word
+    }
+  }
+  if !current.isEmpty || lines.isEmpty { lines.append(current) }
+  return lines
 }
 
 /// Terminal columns taken by `text`: two for East Asian wide characters and most emoji, else one

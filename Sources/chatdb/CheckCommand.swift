@@ -47,7 +47,7 @@ enum CheckCommand: ParsableCommand {
         totals: ["clean": report.isClean ? 1 : 0, "withFindings": report.isClean ? 0 : 1])
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("VERSION", alignment: .right), .init("STATE"), .init("FINDINGS")] : nil,
+      reports, fleet: options.store.all ? [.init("VERSION", alignment: .right), .init("STATE"), .init("FINDINGS", maxWidth: 60)] : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s) in \(options.store.dataDirectory): \(reports.total("clean")) clean, "
           + "\(reports.total("withFindings")) with findings, \(reports.failedCount) not checked" : nil)
@@ -72,7 +72,7 @@ enum CheckCommand: ParsableCommand {
       guard !report.findings.isEmpty else { return "\(report.path)\(version): clean\n" }
       return "\(report.path)\(version): \(report.findings.count) finding(s)\n"
         + Table(
-          columns: [.init("CHECK"), .init("SEVERITY"), .init("COUNT", alignment: .right), .init("DETAIL")],
+          columns: [.init("CHECK"), .init("SEVERITY"), .init("COUNT", alignment: .right), .init("DETAIL", maxWidth: 60)],
           rows: report.findings.map { [$0.check, $0.severity.rawValue, String($0.count), $0.detail] }
         ).render()
     }

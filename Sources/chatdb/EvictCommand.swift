@@ -131,6 +131,7 @@ enum EvictCommand: ParsableCommand {
     if let expected = plan.expectedSize { text += "; expected after: about \(ByteCount.format(expected))" }
     if let target = plan.policy.maxSize { text += "; target \(ByteCount.format(target))" }
     if let note = plan.note { text += "\nNote: \(note)" }
+    if let unknown = unknownText(plan) { text += "\nNote: \(unknown)" }
     return text
   }
 
@@ -142,6 +143,7 @@ enum EvictCommand: ParsableCommand {
       "expectedSize": plan.expectedSize.map { .int($0) } ?? .null,
       "maxSize": plan.policy.maxSize.map { .int($0) } ?? .null, "targetReachable": .bool(plan.targetReachable),
       "note": plan.note.map { .string($0) } ?? .null,
+      "unknownConversations": .array(plan.unknownConversations.map { .int($0) }),
       "conversations": .array(
         plan.conversations.map {
           .object(["id": .int($0.id), "messages": .int($0.messages), "bytes": $0.bytes.map { .int($0) } ?? .null, "lastId": .int($0.lastID)])
@@ -159,7 +161,15 @@ enum EvictCommand: ParsableCommand {
       text += "\ntarget \(ByteCount.format(target)): \(reached ? "reached" : "NOT reached"), database file \(ByteCount.format(r.fileSizeAfter))"
     }
     if let note = r.note { text += "\nNote: \(note)" }
+    if let unknown = unknownText(r.plan) { text += "\nNote: \(unknown)" }
     return text
+  }
+
+  /// "no messages with …" for the conversations the policy names that the file lacks.
+  static func unknownText(_ plan: EvictionPlan) -> String? {
+    guard !plan.unknownConversations.isEmpty else { return nil }
+    let ids = plan.unknownConversations.map(String.init).joined(separator: ", ")
+    return "this file has no messages in conversation(s) \(ids); nothing was planned for them"
   }
 
   static func resultJSON(_ r: EvictionResult, seconds: Double) -> JSONValue {
@@ -171,6 +181,7 @@ enum EvictCommand: ParsableCommand {
       "reclaim": .string(r.reclaim.rawValue),
       "maxSize": r.plan.policy.maxSize.map { .int($0) } ?? .null,
       "targetReached": r.targetReached.map { .bool($0) } ?? .null, "note": r.note.map { .string($0) } ?? .null,
+      "unknownConversations": .array(r.plan.unknownConversations.map { .int($0) }),
       "cutoff": r.plan.cutoff.map { .string($0) } ?? .null, "seconds": .double((seconds * 1000).rounded() / 1000),
       "conversations": .array(
         r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {

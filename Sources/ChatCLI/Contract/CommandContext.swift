@@ -113,11 +113,17 @@ public final class CommandContext: @unchecked Sendable {
       case .success(let result): return [name] + result.row
       case .failure(let failure):
         var cells = Array(repeating: "-", count: columns.count)
-        if !cells.isEmpty { cells[cells.count - 1] = "FAILED (\(failure.status.rawValue)): \(failure.message)" }
+        if !cells.isEmpty { cells[cells.count - 1] = "FAILED (\(failure.status.rawValue) \(failure.status.kind))" }
         return [name] + cells
       }
     }
     write(Table(columns: [.init("FILE")] + columns, rows: rows).render())
+    // Each failure in full, one line per file, below the table.
+    for file in files {
+      if case .failure(let failure) = file.outcome {
+        write(failure.message.contains(file.target.path) ? failure.message : "\(file.target.path): \(failure.message)")
+      }
+    }
     if let summaryLine { write(summaryLine) }
   }
 

@@ -44,6 +44,9 @@ public struct EvictionPlan: Sendable {
   public var targetReachable: Bool
   /// Why the target cannot be reached, when it cannot.
   public var note: String?
+  /// Conversations the policy names that have no messages in this file (a typo, or
+  /// already evicted): nothing is planned for them, and the commands say so.
+  public var unknownConversations: [Int64] = []
   /// Set when the plan is simply "every message with an id up to this": no scope, no
   /// keep-last, no size step. The executor then deletes plain id ranges.
   public var uniformLastID: Int64?
@@ -101,7 +104,9 @@ public struct EvictionPlanner {
     let usedBytes = (pageCount - freePages) * pageSize
     let cutoff = policy.cutoff
     let scope = Set(policy.conversations)
-    let conversations = try conversationIDs().filter { scope.isEmpty || scope.contains($0) }
+    let present = try conversationIDs()
+    let conversations = present.filter { scope.isEmpty || scope.contains($0) }
+    let unknown = scope.subtracting(present).sorted()
 
     // Messages at or after the cutoff start with this id; everything below it is older
     // (ids rise with time; a message with a smaller id but a newer time stops the cut).
@@ -204,11 +209,13 @@ public struct EvictionPlanner {
       let after = max(usedBytes - b, pageSize)
       return (after + pageSize - 1) / pageSize * pageSize
     }
-    return EvictionPlan(
+    var plan = EvictionPlan(
       policy: policy, cutoff: cutoff, conversations: planned, messages: planned.reduce(0) { $0 + $1.messages }, bytes: bytes,
       pageSize: pageSize, fileBytes: FileSystem.databaseSize(atPath: db.path), usedBytes: usedBytes,
       freeBytes: freePages * pageSize, expectedSize: expected, targetReachable: targetReachable, note: note,
       uniformLastID: planned.isEmpty ? nil : uniform)
+    plan.unknownConversations = unknown
+    return plan
   }
 
   /// Every conversation with messages (`HotQuery.conversationIDs`).
