@@ -46,6 +46,6 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI"]),
-    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore"]),
+    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -51,10 +51,16 @@ enum ImportCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let started = DispatchTime.now()
     let path = options.path
+    let target = FileTarget(path: path, userID: options.store.user ?? StoreLocation.userID(fromFileName: path))
+    context.report(context.runEach([target], jobs: 1, label: "Importing") { target, progress in try importFile(target, options, progress) })
+  }
+
+  static func importFile(_ target: FileTarget, _ options: Options, _ progress: FileProgress) throws -> FileResult {
+    let started = DispatchTime.now()
+    let path = target.path
     let input = options.input
-    var owner = options.store.user ?? StoreLocation.userID(fromFileName: path)
+    var owner = target.userID
     // A whole-file check first: a damaged export is refused before anything changes,
     // and the decoded size tells how much room the import needs.
     var expected: Int64?
@@ -77,16 +83,16 @@ enum ImportCommand: ParsableCommand {
     let summary: ImportSummary
     let resolvedOwner: Int64
     do {
-      (summary, resolvedOwner) = try importHistory(from: source, into: path, owner: owner, options, context, expected: expected, created: &created)
+      (summary, resolvedOwner) = try importHistory(from: source, into: path, owner: owner, options, progress, expected: expected, created: &created)
     } catch {
       // A file this import created holds nothing of value when nothing was committed.
       if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { removeDatabase(path) }
       throw error
     }
     let elapsed = seconds(since: started)
-    let result = FileResult(
+    return FileResult(
       json: .object([
-        "input": .string(input), "records": .int(summary.records), "users": .int(summary.users),
+        "input": .string(input), "owner": .int(resolvedOwner), "records": .int(summary.records), "users": .int(summary.users),
         "messages": .int(summary.messages), "requests": .int(summary.requests), "unchanged": .int(summary.unchanged),
         "rejected": .int(summary.rejected), "batches": .int(summary.batches), "bytesIn": .int(summary.bytesIn),
         "seconds": .double(elapsed), "rejects": options.rejects.map { .string($0) } ?? .null, "created": .bool(created),
@@ -94,15 +100,13 @@ enum ImportCommand: ParsableCommand {
       text: "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
         + "\(summary.messages) messages, \(summary.users) users, \(summary.requests) requests changed; "
         + "\(summary.unchanged) already there; \(summary.rejected) rejected"
-        + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""))
-    context.report([FileReport(target: FileTarget(path: path, userID: resolvedOwner), outcome: .success(result))])
+        + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
+      totals: ["records": summary.records, "messages": summary.messages])
   }
-}
 
-extension ImportCommand {
   /// Opens (or creates) the database and runs the import; the connection is closed on return.
   static func importHistory(
-    from source: ByteSource, into path: String, owner: Int64?, _ options: Options, _ context: CommandContext, expected: Int64?,
+    from source: ByteSource, into path: String, owner: Int64?, _ options: Options, _ progress: FileProgress, expected: Int64?,
     created: inout Bool
   ) throws -> (ImportSummary, Int64) {
     let (db, resolvedOwner, wasCreated) = try openForWriting(path: path, owner: owner)
@@ -113,9 +117,9 @@ extension ImportCommand {
     importerOptions.batchSize = options.batchSize
     importerOptions.skipBadRecords = options.skipBadRecords
     let importer = try HistoryImporter(database: db, owner: resolvedOwner, options: importerOptions)
-    let progress = context.progress("Importing", total: expected, unit: "records")
-    let summary = try importer.run(source, rejects: rejectsSink) { progress.update(completed: $0.records, bytes: $0.bytesIn) }
-    progress.finish()
+    let summary = try importer.run(source, rejects: rejectsSink) {
+      progress.update(completed: $0.records, total: expected, bytes: $0.bytesIn)
+    }
     try rejects?.commit()
     return (summary, resolvedOwner)
   }
