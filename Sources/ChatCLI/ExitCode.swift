@@ -51,7 +51,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"
     case .permission: "permission denied"
-    case .brokenPipe: "standard output was closed by its reader (`| head`): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
+    case .brokenPipe: "standard output was closed by its reader (as `head -1` does): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
     }
   }
 
