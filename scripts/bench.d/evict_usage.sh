@@ -63,7 +63,7 @@ t0=$(now_s)
 t1=$(now_s)
 evict_s=$(echo "$t1 - $t0" | bc -l)
 read -r max_chunk chunks freed < <(python3 -c "
-import json; r = json.load(open('$d/evict.json'))
+import json; r = json.load(open('$d/evict.json'))['files'][0]['result']
 print(r['maxChunkMillis'], r['chunks'], r['freedBytes'])")
 
 left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
