@@ -250,7 +250,7 @@ public final class Evictor {
     let free = try db.int64("PRAGMA freelist_count") ?? 0
     guard free > 0 else { return .none }
     switch try db.int64("PRAGMA auto_vacuum") ?? 0 {
-    case 2:
+    case 2:  // auto_vacuum = INCREMENTAL (https://sqlite.org/pragma.html#pragma_auto_vacuum)
       var pages: Int64 = 1_024
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
         let (_, millis) = try inChunk { try db.execute("PRAGMA incremental_vacuum(\(pages))") }
@@ -260,7 +260,7 @@ public final class Evictor {
         }
       }
       return .incrementalVacuum
-    case 1:
+    case 1:  // auto_vacuum = FULL: SQLite gave the pages back at each commit
       return .automatic
     default:
       // VACUUM writes a full copy to the temporary folder and, in WAL mode, the whole
