@@ -56,7 +56,7 @@ public final class CommandContext: @unchecked Sendable {
     stderr.writeLine("Error: " + failure.message)
     if json {
       reportOutput.writeLine(
-        envelope(files: [], summary: [:], extra: ["error": failure.json]).render())
+        envelope(files: [], summary: ["files": 0, "ok": 0, "failed": 0], extra: ["error": failure.json]).render())
     }
   }
 
