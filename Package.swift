@@ -45,7 +45,7 @@ let package = Package(
     // MARK: - Tests
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
-    .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI"]),
+    .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -1,4 +1,5 @@
 import ChatCLI
+import ChatStore
 #if canImport(Glibc)
 import Glibc
 #endif
