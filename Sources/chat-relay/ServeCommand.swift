@@ -1,0 +1,62 @@
+import ChatCLI
+import ChatRelay
+import ChatStore
+import Foundation
+
+/// `chat-relay serve`: run the relay until SIGINT or SIGTERM.
+enum ServeCommand: ParsableCommand {
+  static let name = "serve"
+  static let abstract = "Serve the relay's HTTP API and WebSocket until interrupted."
+  static let discussion: String? = """
+    Listens on 127.0.0.1 unless --host says otherwise; --port 0 picks a free port. \
+    Prints 'listening on http://HOST:PORT' on standard error once ready, then one line \
+    per connection and request (never message content or tokens). SIGINT or SIGTERM \
+    closes the sockets (1001) and stops; with --json the envelope (requests served) is \
+    printed then. See docs/protocol.md for the API and the faults.
+    """
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    var host: String
+    var port: Int
+    var faults: String?
+    var faultsSeed: UInt64
+    var pushWebhook: URL?
+    init(_ o: inout OptionReader) {
+      database = RelayDatabase(&o)
+      host = o.option("--host", valueName: "address", help: "The address to listen on (default 127.0.0.1).", parse: Parse.path) ?? "127.0.0.1"
+      port = o.option("--port", valueName: "n", help: "The TCP port (default 8080; 0 picks a free one).", parse: Parse.count(from: 0, to: 65_535)) ?? 8080
+      faults = o.option(
+        "--faults", valueName: "list", help: "Inject faults: name=probability,… (drop-response, error-503, throttle-429, duplicate-event, close-socket).",
+        parse: { text in _ = try Faults.parse(text, seed: 1); return text })
+      faultsSeed = o.option("--faults-seed", valueName: "n", help: "Seed of the fault generator (default 1).", parse: { UInt64($0) }) ?? 1
+      pushWebhook = o.option("--push-webhook", valueName: "url", help: "Also POST each push notification (ids only) to this URL.") { text -> URL? in
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else { throw InvalidValue("expected an http:// URL") }
+        return url
+      }
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
+    let relay = try Relay(databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook)
+    let log = context.stderr
+    let server = try RelayServer(host: options.host, port: options.port, handlers: relay.handlers(log: { log.writeLine($0) }))
+    relay.attach(server)
+    // Signals end the service loop from a dispatch queue; the loop runs on this thread.
+    var sources: [DispatchSourceSignal] = []
+    for number in [SIGINT, SIGTERM] {
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler { server.stop() }
+      source.resume()
+      sources.append(source)
+    }
+    log.writeLine("listening on http://\(options.host):\(server.port) (\(options.database.path))")
+    server.run()
+    sources.forEach { $0.cancel() }
+    log.writeLine("stopped")
+    options.database.report(
+      context, json: .object(["host": .string(options.host), "port": .int(Int64(server.port))]), text: "")
+  }
+}

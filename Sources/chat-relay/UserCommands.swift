@@ -1,0 +1,127 @@
+import ChatCLI
+import ChatRelay
+import ChatStore
+
+/// `chat-relay user add`: a new user and their first token.
+enum UserAddCommand: ParsableCommand {
+  static let name = "add"
+  static let abstract = "Add a user; prints their new token as the last line."
+  static let discussion: String? = """
+    The token is shown once: the relay keeps only its SHA-256. Give it to chat-sync \
+    (--token). A user id is a positive 64-bit integer, as in chats-<id>.db.
+    """
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    var id: Int64
+    var name: String
+    var avatarURL: String?
+    init(_ o: inout OptionReader) {
+      database = RelayDatabase(&o)
+      id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
+      name = o.option("--name", valueName: "name", help: "The user's display name.", required: true) { text -> String? in
+        guard !text.isEmpty, text.utf8.count <= 256 else { throw InvalidValue("a name is 1 to 256 bytes") }
+        return text
+      } ?? ""
+      avatarURL = o.option("--avatar-url", valueName: "url", help: "The user's avatar URL.", parse: Parse.path)
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let store = try RelayStore(path: options.database.path)
+    let token = try store.addUser(id: options.id, name: options.name, avatarURL: options.avatarURL)
+    options.database.report(
+      context, json: .object(["userId": .int(options.id), "token": .string(token)]),
+      text: "Added user \(options.id) (\(options.name)). Token (shown once):\n\(token)")
+  }
+}
+
+/// `chat-relay user list`.
+enum UserListCommand: ParsableCommand {
+  static let name = "list"
+  static let abstract = "List the relay's users (never their tokens)."
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    init(_ o: inout OptionReader) { database = RelayDatabase(&o) }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let users = try RelayStore(path: options.database.path).users()
+    let table = Table(
+      columns: [.init("ID", alignment: .right), .init("NAME"), .init("AVATAR"), .init("LAST CONNECTED")],
+      rows: users.map { [String($0.id), $0.name, $0.avatarURL ?? "", $0.lastConnectedAt ?? "never"] }
+    ).render()
+    options.database.report(
+      context, json: .object(["users": .array(users.map(\.json))]), text: table + "\(users.count) user(s)",
+      totals: ["users": Int64(users.count)])
+  }
+}
+
+/// `chat-relay user remove`.
+enum UserRemoveCommand: ParsableCommand {
+  static let name = "remove"
+  static let abstract = "Remove a user and their tokens."
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    var id: Int64
+    init(_ o: inout OptionReader) {
+      database = RelayDatabase(&o)
+      id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    try RelayStore(path: options.database.path).removeUser(id: options.id)
+    options.database.report(context, json: .object(["userId": .int(options.id), "removed": true]), text: "Removed user \(options.id)")
+  }
+}
+
+/// `chat-relay user token`: rotate a user's token.
+enum UserTokenCommand: ParsableCommand {
+  static let name = "token"
+  static let abstract = "Give a user a new token (the old one stops working); prints it as the last line."
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    var id: Int64
+    init(_ o: inout OptionReader) {
+      database = RelayDatabase(&o)
+      id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let token = try RelayStore(path: options.database.path).rotateToken(id: options.id)
+    options.database.report(
+      context, json: .object(["userId": .int(options.id), "token": .string(token)]),
+      text: "New token for user \(options.id) (shown once; the old one no longer works):\n\(token)")
+  }
+}
+
+/// `chat-relay push list`.
+enum PushListCommand: ParsableCommand {
+  static let name = "list"
+  static let abstract = "List the push notifications recorded for users who were offline."
+
+  struct Options: ParsableOptions {
+    var database: RelayDatabase
+    var limit: Int
+    init(_ o: inout OptionReader) {
+      database = RelayDatabase(&o)
+      limit = o.option("--limit", valueName: "n", help: "The newest n records (default 100).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 100
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let pushes = try RelayStore(path: options.database.path).pushes(limit: options.limit)
+    let table = Table(
+      columns: [.init("ID", alignment: .right), .init("TO", alignment: .right), .init("MESSAGE", alignment: .right), .init("AT")],
+      rows: pushes.map { [String($0.id), String($0.toUserId), String($0.messageId), $0.createdAt] }
+    ).render()
+    options.database.report(
+      context, json: .object(["pushes": .array(pushes.map(\.json))]), text: table + "\(pushes.count) push record(s)",
+      totals: ["pushes": Int64(pushes.count)])
+  }
+}
