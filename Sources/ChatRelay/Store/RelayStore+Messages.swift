@@ -3,7 +3,7 @@ import ChatStore
 // MARK: - Posting
 
 extension RelayStore {
-  private static let messageColumns = "id, from_user_id, to_user_id, content, created_at"
+  /// Reads `RelayQuery.requestByKey` and `.undelivered` rows: id, from, to, content, created_at.
   private static func message(_ row: Row) -> RelayMessage {
     RelayMessage(messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3), createdAt: row.string(4))
   }
@@ -38,10 +38,7 @@ extension RelayStore {
       throw StoreError(.badInput, "createdAt '\(createdAt.prefix(64))' is not an ISO 8601 time such as 2026-01-31T12:00:00.000Z", path: path)
     }
     return try writing("post a message from user \(sender) to") { db in
-      let recorded = try db.query(
-        "SELECT message_id, from_user_id, to_user_id, content, created_at FROM RelayRequests WHERE from_user_id = ? AND request_id = ?",
-        [sender, requestID], Self.message
-      ).first
+      let recorded = try db.query(RelayQuery.requestByKey, [sender, requestID], Self.message).first
       if let recorded {
         guard recorded.toUserId == recipient, recorded.content == content else {
           throw StoreError(
@@ -51,10 +48,10 @@ extension RelayStore {
       }
       try requireUser(sender, db, role: "sender")
       try requireUser(recipient, db, role: "toUserId")
-      let lastIssued = try db.int64("SELECT value FROM RelayCounters WHERE name = 'last_message_id'") ?? 0
+      let lastIssued = try db.int64(RelayQuery.lastMessageID) ?? 0
       let clock = min(max(now, MessageID.representable.lowerBound), MessageID.representable.upperBound)
       let id = max(lastIssued + 1, MessageID.make(milliseconds: clock))
-      try db.execute("UPDATE RelayCounters SET value = ? WHERE name = 'last_message_id'", [id])
+      try db.execute(RelayQuery.setLastMessageID, [id])
       try db.execute(
         "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?)",
         [id, sender, recipient, content, createdAt])
@@ -68,7 +65,7 @@ extension RelayStore {
 
   /// The newest message id the relay has issued (0 before the first): ids only go up.
   public func lastIssuedMessageID() throws -> Int64 {
-    try reading("read the last message id of") { try $0.int64("SELECT value FROM RelayCounters WHERE name = 'last_message_id'") ?? 0 }
+    try reading("read the last message id of") { try $0.int64(RelayQuery.lastMessageID) ?? 0 }
   }
 
   // MARK: - Delivering
@@ -82,9 +79,7 @@ extension RelayStore {
       throw StoreError(.badInput, "limit \(limit) must be between 1 and \(Self.maximumPageSize)", path: path)
     }
     var messages = try reading("read the messages waiting for user \(user) in") { db in
-      try db.query(
-        "SELECT \(Self.messageColumns) FROM RelayMessages WHERE to_user_id = ? AND id > ? ORDER BY id LIMIT ?",
-        [user, cursor, limit + 1], Self.message)
+      try db.query(RelayQuery.undelivered, [user, cursor, limit + 1], Self.message)
     }
     let hasMore = messages.count > limit
     if hasMore { messages.removeLast() }
@@ -103,9 +98,7 @@ extension RelayStore {
     return try writing("acknowledge messages for user \(user) in") { db in
       var updates: [StatusUpdate] = []
       for id in Set(ids).sorted() {
-        let senders = try db.query("DELETE FROM RelayMessages WHERE id = ? AND to_user_id = ? RETURNING from_user_id", [id, user]) {
-          $0.int64(0)
-        }
+        let senders = try db.query(RelayQuery.deleteDelivered, [id, user]) { $0.int64(0) }
         guard let sender = senders.first else { continue }
         updates.append(try recordUpdate(for: sender, type: .messageDelivered, messageId: id, conversationId: user, at: at, db))
       }
@@ -129,14 +122,14 @@ extension RelayStore {
     return try writing("record a read receipt from user \(user) in") { db in
       try requireUser(user, db)
       try requireUser(other, db, role: "conversation user")
-      let lastIssued = try db.int64("SELECT value FROM RelayCounters WHERE name = 'last_message_id'") ?? 0
+      let lastIssued = try db.int64(RelayQuery.lastMessageID) ?? 0
       guard messageId > 0, messageId <= lastIssued else {
         throw StoreError(.badInput, "messageId \(messageId) was never issued by this relay", path: path)
       }
-      guard try db.int64("SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)", [user, other]) == 1 else {
+      guard try db.int64(RelayQuery.contactExists, [user, other]) == 1 else {
         throw StoreError(.badInput, "user \(user) has no conversation with user \(other)", path: path)
       }
-      let mark = try db.int64("SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?", [user, other]) ?? 0
+      let mark = try db.int64(RelayQuery.readMark, [user, other]) ?? 0
       guard messageId > mark else { return nil }
       try db.execute(
         "INSERT INTO RelayReadMarks (reader_id, sender_id, up_to) VALUES (?1, ?2, ?3) ON CONFLICT (reader_id, sender_id) DO UPDATE SET up_to = ?3",
@@ -159,10 +152,7 @@ extension RelayStore {
   /// The updates waiting for `user` with a sequence above `sequence`, in order.
   public func statusUpdates(for user: Int64, after sequence: Int64) throws -> [StatusUpdate] {
     try reading("read the status updates of user \(user) in") { db in
-      try db.query(
-        "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence",
-        [user, sequence]
-      ) { row in
+      try db.query(RelayQuery.statusUpdates, [user, sequence]) { row in
         guard let type = StatusUpdate.Kind(rawValue: row.string(2)) else {
           throw StoreError(.internalError, "status update \(row.int64(0)) has unknown type '\(row.string(2))'")
         }
@@ -177,7 +167,7 @@ extension RelayStore {
   @discardableResult
   public func dropStatusUpdates(for user: Int64, upTo sequence: Int64) throws -> Int {
     try writing("drop status updates of user \(user) in") { db in
-      try db.execute("DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?", [user, sequence])
+      try db.execute(RelayQuery.dropStatusUpdates, [user, sequence])
       return db.changes
     }
   }
@@ -198,7 +188,7 @@ extension RelayStore {
   public func pushes(after: Int64 = 0, limit: Int) throws -> [PushRecord] {
     guard limit >= 1 else { throw StoreError(.badInput, "limit \(limit) must be at least 1", path: path) }
     return try reading("read the push records of") { db in
-      try db.query("SELECT id, to_user_id, message_id, created_at FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?", [after, limit]) {
+      try db.query(RelayQuery.pushesAfter, [after, limit]) {
         PushRecord(id: $0.int64(0), toUserId: $0.int64(1), messageId: $0.int64(2), createdAt: $0.string(3))
       }
     }

@@ -108,7 +108,7 @@ public final class RelayStore {
   // MARK: - Checks
 
   func requireUser(_ id: Int64, _ db: Database, role: String = "user") throws {
-    guard try db.int64("SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)", [id]) == 1 else {
+    guard try db.int64(RelayQuery.userExists, [id]) == 1 else {
       throw StoreError(.notFound, "\(role) \(id) does not exist", path: path)
     }
   }
@@ -128,7 +128,7 @@ extension RelayStore: Sendable {}
 // MARK: - Users and tokens
 
 extension RelayStore {
-  private static let userColumns = "id, name, avatar_url, last_connected_at"
+  /// Reads `RelayQuery.userByID` rows: id, name, avatar_url, last_connected_at.
   private static func user(_ row: Row) -> RelayUser {
     RelayUser(id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
   }
@@ -147,7 +147,7 @@ extension RelayStore {
     if let avatarURL { try requireText(avatarURL, field: "avatarURL", allowEmpty: true) }
     let token = try AccessToken.generate()
     try writing("add user \(id) to") { db in
-      guard try db.int64("SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)", [id]) == 0 else {
+      guard try db.int64(RelayQuery.userExists, [id]) == 0 else {
         throw StoreError(.badInput, "user \(id) already exists", path: path)
       }
       try db.execute("INSERT INTO RelayUsers (id, name, avatar_url) VALUES (?, ?, ?)", [id, name, avatarURL])
@@ -196,14 +196,14 @@ extension RelayStore {
   /// Every user, by id.
   public func users() throws -> [RelayUser] {
     try reading("read the users of") { db in
-      try db.query("SELECT \(Self.userColumns) FROM RelayUsers ORDER BY id", [], Self.user)
+      try db.query("SELECT id, name, avatar_url, last_connected_at FROM RelayUsers ORDER BY id", [], Self.user)
     }
   }
 
   /// The user with `id`, or nil.
   public func user(id: Int64) throws -> RelayUser? {
     try reading("read user \(id) from") { db in
-      try db.query("SELECT \(Self.userColumns) FROM RelayUsers WHERE id = ?", [id], Self.user).first
+      try db.query(RelayQuery.userByID, [id], Self.user).first
     }
   }
 
@@ -217,7 +217,7 @@ extension RelayStore {
     guard !token.isEmpty, token.utf8.count <= AccessToken.maximumLength else { return nil }
     let digest = AccessToken.digest(token)
     let candidates = try reading("authenticate against") { db in
-      try db.query("SELECT user_id, digest FROM RelayTokens WHERE lookup_key = ?", [AccessToken.lookupKey(digest)]) { row in
+      try db.query(RelayQuery.tokensByLookupKey, [AccessToken.lookupKey(digest)]) { row in
         (row.int64(0), row.value(1))
       }
     }
@@ -244,7 +244,7 @@ extension RelayStore {
   /// The users `user` exchanged a message with (either direction), by id.
   public func contacts(of user: Int64) throws -> [Int64] {
     try reading("read the contacts of user \(user) in") { db in
-      try db.query("SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id", [user]) { $0.int64(0) }
+      try db.query(RelayQuery.contactsOf, [user]) { $0.int64(0) }
     }
   }
 
@@ -252,7 +252,7 @@ extension RelayStore {
   public func canSee(viewer: Int64, user: Int64) throws -> Bool {
     if viewer == user { return true }
     return try reading("read the contacts of user \(viewer) in") { db in
-      try db.int64("SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)", [viewer, user]) == 1
+      try db.int64(RelayQuery.contactExists, [viewer, user]) == 1
     }
   }
 }
