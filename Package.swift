@@ -24,6 +24,11 @@ let package = Package(
       pkgConfig: "libzstd",
       providers: [.apt(["libzstd-dev"])]
     ),
+    .systemLibrary(
+      name: "CCrypto",
+      pkgConfig: "libcrypto",
+      providers: [.apt(["libssl-dev"])]
+    ),
 
     // MARK: - The schema's history, embedded into the binary at build time
     // `Migrations/*.sql` are inputs of a build command; SwiftPM re-plans when a file is
@@ -36,6 +41,8 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
+    // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP side.
+    .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
@@ -46,6 +53,7 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
+    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore"], exclude: ["interop"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

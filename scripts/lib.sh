@@ -20,4 +20,4 @@ ensure_packages() {
 }
 
 # The Debian packages the build needs (the .systemLibrary targets' providers).
-BUILD_PACKAGES=(libsqlite3-dev libzstd-dev pkg-config)
+BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev pkg-config)

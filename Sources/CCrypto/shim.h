@@ -1,0 +1,5 @@
+// libcrypto (OpenSSL 3, Debian's libssl-dev): random bytes for relay tokens, SHA-256
+// of a token, and a constant-time compare of two digests.
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>

@@ -1,0 +1,35 @@
+/// The by-key statements the relay runs on every request, in one catalog: the store
+/// takes their SQL from here, and a test checks with `EXPLAIN QUERY PLAN` that each
+/// reaches its rows by an index or primary key, never by scanning a table.
+///
+/// Left out: plain `INSERT`s (no plan) and `removeUser`'s clean-up, a rare
+/// administrative call that may scan.
+/// See <https://sqlite.org/eqp.html>.
+enum RelayQuery {
+  static let userExists = "SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)"
+  static let userByID = "SELECT id, name, avatar_url, last_connected_at FROM RelayUsers WHERE id = ?"
+  static let tokensByLookupKey = "SELECT user_id, digest FROM RelayTokens WHERE lookup_key = ?"
+  static let lastMessageID = "SELECT value FROM RelayCounters WHERE name = 'last_message_id'"
+  static let setLastMessageID = "UPDATE RelayCounters SET value = ? WHERE name = 'last_message_id'"
+  static let requestByKey =
+    "SELECT message_id, from_user_id, to_user_id, content, created_at FROM RelayRequests WHERE from_user_id = ? AND request_id = ?"
+  static let undelivered =
+    "SELECT id, from_user_id, to_user_id, content, created_at FROM RelayMessages WHERE to_user_id = ? AND id > ? ORDER BY id LIMIT ?"
+  static let deleteDelivered = "DELETE FROM RelayMessages WHERE id = ? AND to_user_id = ? RETURNING from_user_id"
+  static let contactExists = "SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)"
+  static let contactsOf = "SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id"
+  static let readMark = "SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?"
+  static let statusUpdates =
+    "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence"
+  static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
+  static let pushesAfter = "SELECT id, to_user_id, message_id, created_at FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
+
+  /// Every entry, with a name for reports.
+  static let all: [(name: String, sql: String)] = [
+    ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
+    ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
+    ("undelivered", undelivered), ("deleteDelivered", deleteDelivered), ("contactExists", contactExists),
+    ("contactsOf", contactsOf), ("readMark", readMark), ("statusUpdates", statusUpdates),
+    ("dropStatusUpdates", dropStatusUpdates), ("pushesAfter", pushesAfter),
+  ]
+}

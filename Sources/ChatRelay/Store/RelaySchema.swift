@@ -1,0 +1,122 @@
+import ChatStore
+
+/// The schema of `relay.db`, as migrations run by ChatStore's `Migrator`.
+///
+/// The SQL lives here as Swift strings, so the binary and its schema cannot drift
+/// apart and no build step is needed. Applied migrations are recorded the way chat
+/// files record theirs (`chatdb_migrations`: version, name, SHA-256 of the normalised
+/// SQL, time) and `PRAGMA user_version` is the newest applied. A shipped migration is
+/// never edited: add `0002_relay_….sql` to `migrations` instead.
+///
+/// The file says what it is in its header: `PRAGMA application_id` is `RELY`
+/// (0x52454C59), set by the first migration. `RelayStore` refuses a file with tables
+/// but another id (a `chats-<id>.db`), and `chatdb` refuses a relay file because its
+/// recorded migration names (`relay_initial`) are not its own (drift).
+/// See <https://sqlite.org/pragma.html#pragma_application_id>.
+public enum RelaySchema {
+  /// `PRAGMA application_id` of a relay file: ASCII `RELY`.
+  public static let applicationID: Int32 = 0x5245_4C59
+
+  /// The relay's migrations, in order (checked by `Migration.validated`).
+  public static let migrations: [Migration] = {
+    do {
+      return try Migration.validated([
+        Migration(fileName: "0001_relay_initial.sql", sql: initial)
+      ])
+    } catch {
+      fatalError("the relay's migration set is invalid: \(error)")
+    }
+  }()
+
+  /// The newest schema version.
+  public static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+  // MARK: - 0001
+
+  static let initial = """
+    -- chat-relay's own file (relay.db), never a chats-<id>.db: application_id 'RELY'.
+    PRAGMA application_id = 1380273241;
+
+    -- Users and their profile (seed 000's Users, relay side).
+    CREATE TABLE RelayUsers (
+      id INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      avatar_url TEXT,
+      last_connected_at TEXT
+    );
+
+    -- One bearer token per user, as SHA-256 only; lookup_key is the digest's first
+    -- 8 bytes (not secret), the whole digest is compared in constant time.
+    CREATE TABLE RelayTokens (
+      user_id INTEGER PRIMARY KEY REFERENCES RelayUsers(id) ON DELETE CASCADE,
+      lookup_key INTEGER NOT NULL,
+      digest BLOB NOT NULL CHECK (length(digest) = 32)
+    );
+    CREATE INDEX RelayTokensByLookupKey ON RelayTokens(lookup_key);
+
+    -- Who may see whose profile: both directions of every pair that exchanged a message.
+    CREATE TABLE RelayContacts (
+      user_id INTEGER NOT NULL,
+      contact_id INTEGER NOT NULL,
+      PRIMARY KEY (user_id, contact_id)
+    ) WITHOUT ROWID;
+
+    -- Messages not yet acknowledged by their recipient; deleted on acknowledgement.
+    CREATE TABLE RelayMessages (
+      id INTEGER PRIMARY KEY,
+      from_user_id INTEGER NOT NULL,
+      to_user_id INTEGER NOT NULL,
+      content TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    );
+    CREATE INDEX RelayMessagesByRecipient ON RelayMessages(to_user_id, id);
+
+    -- Idempotency records: (sender, requestId) -> the message it made. They outlive
+    -- the message, so they keep its fields.
+    CREATE TABLE RelayRequests (
+      from_user_id INTEGER NOT NULL,
+      request_id INTEGER NOT NULL,
+      message_id INTEGER NOT NULL UNIQUE,
+      to_user_id INTEGER NOT NULL,
+      content TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (from_user_id, request_id)
+    ) WITHOUT ROWID;
+
+    -- Receipts waiting for the user they are addressed to (the message's sender).
+    -- AUTOINCREMENT: a sequence is never reused, even after the newest is dropped.
+    CREATE TABLE RelayStatusUpdates (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      user_id INTEGER NOT NULL,
+      type TEXT NOT NULL CHECK (type IN ('message_delivered', 'message_read')),
+      message_id INTEGER NOT NULL,
+      conversation_id INTEGER NOT NULL,
+      at TEXT NOT NULL
+    );
+    CREATE INDEX RelayStatusUpdatesByUser ON RelayStatusUpdates(user_id, sequence);
+
+    -- The highest message id each reader has read from each sender: receipts only go forward.
+    CREATE TABLE RelayReadMarks (
+      reader_id INTEGER NOT NULL,
+      sender_id INTEGER NOT NULL,
+      up_to INTEGER NOT NULL,
+      PRIMARY KEY (reader_id, sender_id)
+    ) WITHOUT ROWID;
+
+    -- Push notifications recorded for users without a live socket.
+    CREATE TABLE RelayPushes (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      to_user_id INTEGER NOT NULL,
+      message_id INTEGER NOT NULL,
+      created_at TEXT NOT NULL
+    );
+
+    -- Counters that must survive restarts; last_message_id keeps ids increasing
+    -- when the clock steps back and after every message has been deleted.
+    CREATE TABLE RelayCounters (
+      name TEXT PRIMARY KEY,
+      value INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO RelayCounters (name, value) VALUES ('last_message_id', 0);
+    """
+}

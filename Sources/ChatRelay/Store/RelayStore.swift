@@ -1,0 +1,258 @@
+import ChatStore
+import Foundation
+
+/// The relay's durable state in one SQLite file, `relay.db`: users and token digests,
+/// contacts, messages until their recipient acknowledges them, idempotency records,
+/// receipts waiting for their user, and push records.
+///
+/// One `RelayStore` is one connection (WAL, `foreign_keys=ON`, see ChatStore's
+/// `Database`), used from one thread or serial executor: like `Database` it is not
+/// `Sendable`. Every write is one short `IMMEDIATE` transaction, so a crash leaves the
+/// file before or after a call, never half-way through one.
+///
+/// ```swift
+/// let store = try RelayStore(path: "relay.db")
+/// let token = try store.addUser(id: 1, name: "Ada", avatarURL: nil)
+/// try store.addUser(id: 2, name: "Grace", avatarURL: nil)
+/// let sender = try store.authenticate(token: token)  // 1
+/// let (message, isNew) = try store.post(
+///   from: 1, requestID: 7, to: 2, content: "hi", createdAt: "2026-01-01T00:00:00.000Z", now: nowMs)
+/// ```
+///
+/// Errors are `StoreError`: `.badInput` for a value the caller must fix (the message
+/// names the field), `.notFound` for an unknown user, and SQLite failures translated by
+/// `StoreError.from` (`.busy`, `.diskSpace`, `.writeFailed`…).
+/// See <https://sqlite.org/wal.html> and <https://sqlite.org/lang_transaction.html>.
+public final class RelayStore {
+  /// The file the relay keeps its state in when no other is named.
+  public static let defaultFileName = "relay.db"
+  /// The most messages `undelivered(for:after:limit:)` returns at once.
+  public static let maximumPageSize = 1_000
+  /// The most UTF-8 bytes a message's content may have.
+  public static let maximumContentBytes = 65_536
+  /// The most UTF-8 bytes of a user's name, avatar URL or a stored time text.
+  public static let maximumFieldBytes = 2_048
+
+  /// The connection. Internal: every change goes through the store's rules.
+  let db: Database
+  /// The file's path, as given.
+  public let path: String
+
+  /// Opens the relay file at `path`, creating it (mode 0600) and its schema when
+  /// missing, and applying the relay's pending migrations.
+  ///
+  /// Refuses, changing nothing, a path named like a user's chat file
+  /// (`chats-<id>.db`), a file with tables whose `application_id` is not the relay's
+  /// (`.schemaMismatch`), and a relay file newer than this binary (`.newerSchema`).
+  public init(path: String) throws {
+    if StoreLocation.userID(fromFileName: path) != nil {
+      throw StoreError(
+        .badInput, "\(path) is named like a user's chat database (chats-<id>.db); the relay keeps its state in its own file such as \(Self.defaultFileName)",
+        path: path)
+    }
+    self.path = path
+    do {
+      let db = try Database(path: path, mode: .create)
+      try Self.checkIdentity(of: db)
+      let migrator = Migrator(migrations: RelaySchema.migrations)
+      let status = try db.read { try migrator.status(of: $0) }
+      let plan = try migrator.plan(for: status)
+      if !plan.isEmpty { _ = try migrator.apply(plan, to: db, owner: nil) }
+      self.db = db
+    } catch {
+      throw StoreError.from(error, path: path, doing: "open the relay store", otherwise: .readFailed)
+    }
+  }
+
+  /// A file with tables must carry the relay's `application_id`; an empty one is new.
+  private static func checkIdentity(of db: Database) throws {
+    let applicationID = try db.int64("PRAGMA application_id") ?? 0
+    let tables = try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") ?? 0
+    if applicationID == Int64(RelaySchema.applicationID) || (applicationID == 0 && tables == 0) { return }
+    throw StoreError(
+      .schemaMismatch,
+      "\(db.path) is not a chat-relay file (application_id \(applicationID), expected \(RelaySchema.applicationID)); refusing to change it",
+      path: db.path)
+  }
+
+  /// The schema version of the open file (`PRAGMA user_version`).
+  public func schemaVersion() throws -> Int {
+    try reading("read the schema version of") { Int(try $0.int64("PRAGMA user_version") ?? 0) }
+  }
+
+  // MARK: - Transactions
+
+  /// Runs `body` in one `IMMEDIATE` transaction; any error becomes a `StoreError`.
+  func writing<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+    do {
+      return try db.write(body)
+    } catch {
+      throw StoreError.from(error, path: path, doing: action)
+    }
+  }
+
+  /// Runs `body` on one snapshot; any error becomes a `StoreError`.
+  func reading<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
+    do {
+      return try db.read(body)
+    } catch {
+      throw StoreError.from(error, path: path, doing: action, otherwise: .readFailed)
+    }
+  }
+
+  /// Now, in milliseconds since 1970: the default clock of the calls that record a time.
+  public static func currentMilliseconds() -> Int64 {
+    Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+  }
+
+  // MARK: - Checks
+
+  func requireUser(_ id: Int64, _ db: Database, role: String = "user") throws {
+    guard try db.int64(RelayQuery.userExists, [id]) == 1 else {
+      throw StoreError(.notFound, "\(role) \(id) does not exist", path: path)
+    }
+  }
+
+  func requireText(_ text: String, field: String, maximumBytes: Int = RelayStore.maximumFieldBytes, allowEmpty: Bool = false) throws {
+    let count = text.utf8.count
+    if count == 0 && !allowEmpty { throw StoreError(.badInput, "\(field) must not be empty", path: path) }
+    if count > maximumBytes {
+      throw StoreError(.badInput, "\(field) has \(count) bytes; at most \(maximumBytes) are allowed", path: path)
+    }
+  }
+}
+
+@available(*, unavailable)
+extension RelayStore: Sendable {}
+
+// MARK: - Users and tokens
+
+extension RelayStore {
+  /// Reads `RelayQuery.userByID` rows: id, name, avatar_url, last_connected_at.
+  private static func user(_ row: Row) -> RelayUser {
+    RelayUser(id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
+  }
+
+  /// Adds a user and returns their first bearer token.
+  ///
+  /// The token (32 random bytes, base64url without padding) is returned once and
+  /// never stored: only its SHA-256 is. `id` must be positive and unused
+  /// (`.badInput` naming it otherwise); `name` is 1 to 2,048 bytes, `avatarURL` at
+  /// most 2,048. An id once removed may be added again; it then answers the old
+  /// user's retried `requestId`s with their messages (idempotency records are kept).
+  @discardableResult
+  public func addUser(id: Int64, name: String, avatarURL: String?) throws -> String {
+    guard id > 0 else { throw StoreError(.badInput, "user id \(id) must be positive", path: path) }
+    try requireText(name, field: "name")
+    if let avatarURL { try requireText(avatarURL, field: "avatarURL", allowEmpty: true) }
+    let token = try AccessToken.generate()
+    try writing("add user \(id) to") { db in
+      guard try db.int64(RelayQuery.userExists, [id]) == 0 else {
+        throw StoreError(.badInput, "user \(id) already exists", path: path)
+      }
+      try db.execute("INSERT INTO RelayUsers (id, name, avatar_url) VALUES (?, ?, ?)", [id, name, avatarURL])
+      try storeToken(token, for: id, db)
+    }
+    return token
+  }
+
+  /// Replaces a user's token with a new one and returns it: the old token stops
+  /// authenticating at once. `.notFound` for an unknown user.
+  public func rotateToken(id: Int64) throws -> String {
+    let token = try AccessToken.generate()
+    try writing("rotate the token of user \(id) in") { db in
+      try requireUser(id, db)
+      try storeToken(token, for: id, db)
+    }
+    return token
+  }
+
+  private func storeToken(_ token: String, for id: Int64, _ db: Database) throws {
+    let digest = AccessToken.digest(token)
+    try db.execute(
+      "INSERT OR REPLACE INTO RelayTokens (user_id, lookup_key, digest) VALUES (?, ?, ?)",
+      [id, AccessToken.lookupKey(digest), digest])
+  }
+
+  /// Removes a user. `.notFound` for an unknown user.
+  ///
+  /// Gone with them: their token, the messages waiting for them (no one could ever
+  /// acknowledge them), the receipts waiting for them, their read marks and their
+  /// contact pairs (so nobody sees their profile any more). Kept: messages they sent
+  /// that are not yet delivered (the recipients still get them), every idempotency
+  /// record (a retry still gets its message) and push records (a log).
+  public func removeUser(id: Int64) throws {
+    try writing("remove user \(id) from") { db in
+      try requireUser(id, db)
+      try db.execute("DELETE FROM RelayTokens WHERE user_id = ?", [id])
+      try db.execute("DELETE FROM RelayMessages WHERE to_user_id = ?", [id])
+      try db.execute("DELETE FROM RelayStatusUpdates WHERE user_id = ?", [id])
+      try db.execute("DELETE FROM RelayReadMarks WHERE reader_id = ?1 OR sender_id = ?1", [id])
+      try db.execute("DELETE FROM RelayContacts WHERE user_id = ?1 OR contact_id = ?1", [id])
+      try db.execute("DELETE FROM RelayUsers WHERE id = ?", [id])
+    }
+  }
+
+  /// Every user, by id.
+  public func users() throws -> [RelayUser] {
+    try reading("read the users of") { db in
+      try db.query("SELECT id, name, avatar_url, last_connected_at FROM RelayUsers ORDER BY id", [], Self.user)
+    }
+  }
+
+  /// The user with `id`, or nil.
+  public func user(id: Int64) throws -> RelayUser? {
+    try reading("read user \(id) from") { db in
+      try db.query(RelayQuery.userByID, [id], Self.user).first
+    }
+  }
+
+  /// The user whose token `token` is, or nil.
+  ///
+  /// The token's SHA-256 is found by its first 8 bytes (an indexed, non-secret key)
+  /// and then compared whole with `CRYPTO_memcmp`, whose time does not depend on
+  /// where two digests differ. Text longer than 256 bytes is no token.
+  /// See <https://docs.openssl.org/3.0/man3/CRYPTO_memcmp/>.
+  public func authenticate(token: String) throws -> Int64? {
+    guard !token.isEmpty, token.utf8.count <= AccessToken.maximumLength else { return nil }
+    let digest = AccessToken.digest(token)
+    let candidates = try reading("authenticate against") { db in
+      try db.query(RelayQuery.tokensByLookupKey, [AccessToken.lookupKey(digest)]) { row in
+        (row.int64(0), row.value(1))
+      }
+    }
+    var match: Int64?
+    for (user, stored) in candidates {
+      guard case .blob(let bytes) = stored else { continue }
+      if AccessToken.digestsMatch(bytes, digest) { match = user }
+    }
+    return match
+  }
+
+  /// Records when a user last connected (`at`, ISO 8601 by convention).
+  /// `.notFound` for an unknown user.
+  public func setLastConnected(id: Int64, at: String) throws {
+    try requireText(at, field: "lastConnectedAt")
+    try writing("record the last connection of user \(id) in") { db in
+      try requireUser(id, db)
+      try db.execute("UPDATE RelayUsers SET last_connected_at = ? WHERE id = ?", [at, id])
+    }
+  }
+
+  // MARK: - Contacts
+
+  /// The users `user` exchanged a message with (either direction), by id.
+  public func contacts(of user: Int64) throws -> [Int64] {
+    try reading("read the contacts of user \(user) in") { db in
+      try db.query(RelayQuery.contactsOf, [user]) { $0.int64(0) }
+    }
+  }
+
+  /// Whether `viewer` may see `user`'s profile: themselves, or a contact.
+  public func canSee(viewer: Int64, user: Int64) throws -> Bool {
+    if viewer == user { return true }
+    return try reading("read the contacts of user \(viewer) in") { db in
+      try db.int64(RelayQuery.contactExists, [viewer, user]) == 1
+    }
+  }
+}

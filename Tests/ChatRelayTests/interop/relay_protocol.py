@@ -1,0 +1,158 @@
+"""Checks a running chat-relay against docs/protocol.md with outside clients only:
+urllib for HTTP and the `websockets` package for the socket.
+
+usage: relay_protocol.py PORT TOKEN_ALICE TOKEN_BOB TOKEN_CAROL
+Users 1 (Alice), 2 (Bob) and 3 (Carol) exist; Carol never connects a socket.
+Prints one JSON object of facts for the caller; any failed check raises (exit 1).
+"""
+import asyncio
+import json
+import sys
+import urllib.error
+import urllib.request
+
+import websockets
+
+PORT, ALICE, BOB, CAROL = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+BASE = f"http://127.0.0.1:{PORT}"
+WS = f"ws://127.0.0.1:{PORT}/v1/socket/updates"
+
+
+def http(method, path, token=None, body=None, raw=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(BASE + path, data=data, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+
+
+def expect_error(result, status, code, field=None):
+    got, _, body = result
+    assert got == status, f"expected {status}, got {got}: {body}"
+    assert body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"], body
+    if field is not None:
+        assert body["error"].get("field") == field, body
+
+
+async def next_event(socket, kind, timeout=5):
+    while True:
+        event = json.loads(await asyncio.wait_for(socket.recv(), timeout))
+        assert set(event) == {"type", "payload"}, event
+        if event["type"] == kind:
+            return event["payload"]
+
+
+async def main():
+    facts = {}
+    status, _, body = http("GET", "/v1/health")
+    assert status == 200 and body["ok"] is True, body
+
+    # Authentication and bad input.
+    expect_error(http("GET", "/v1/messages"), 401, "unauthorized")
+    expect_error(http("GET", "/v1/messages", token="not-a-token"), 401, "unauthorized")
+    expect_error(http("GET", "/v1/nowhere", token=ALICE), 404, "not_found")
+    expect_error(http("DELETE", "/v1/messages", token=ALICE), 405, "method_not_allowed")
+    expect_error(http("POST", "/v1/messages", token=ALICE, raw=b"{not json"), 400, "bad_request")
+    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 2}), 400, "bad_request", "content")
+    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": "x", "toUserId": 2, "content": "a"}), 400, "bad_request", "requestId")
+    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 99, "content": "a"}), 404, "not_found")
+    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 1, "content": "a"}), 400, "bad_request")
+    expect_error(http("GET", "/v1/messages?limit=0", token=ALICE), 400, "bad_request", "limit")
+
+    async with websockets.connect(WS, extra_headers={"Authorization": f"Bearer {ALICE}"}) as alice, \
+            websockets.connect(WS, extra_headers={"Authorization": f"Bearer {BOB}"}) as bob:
+        # A message to an online recipient arrives as new_message; the POST is 201.
+        status, headers, body = http("POST", "/v1/messages", token=ALICE,
+                                     body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好", "createdAt": "2026-01-31T12:00:00Z", "extra": 1})
+        assert status == 201, body
+        message = body["message"]
+        assert body["fromMessageRequestId"] == 7
+        assert set(message) == {"messageId", "fromUserId", "toUserId", "content", "status", "createdAt"}, message
+        assert (message["fromUserId"], message["toUserId"], message["content"], message["status"]) == (1, 2, "Hi 👋 你好", "SYNCED")
+        assert message["createdAt"] == "2026-01-31T12:00:00.000Z", message
+        received = await next_event(bob, "new_message")
+        assert received == message, (received, message)
+
+        # A retry with the same requestId is the same message, marked replayed; a reuse for another message is 409.
+        status, headers, again = http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
+        assert status == 201 and again["message"]["messageId"] == message["messageId"], again
+        assert headers.get("Idempotent-Replayed") == "true", headers
+        expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "other"}), 409, "conflict")
+
+        # Ids rise.
+        status, _, second = http("POST", "/v1/messages", token=ALICE, body={"requestId": 8, "toUserId": 2, "content": "second"})
+        assert status == 201 and second["message"]["messageId"] > message["messageId"], second
+        await next_event(bob, "new_message")
+
+        # Until acknowledged, the messages stay and sync returns them in id order.
+        status, _, sync = http("GET", "/v1/messages?lastSyncedMessage=0&limit=1", token=BOB)
+        assert status == 200 and [m["messageId"] for m in sync["messages"]] == [message["messageId"]] and sync["hasMore"] is True, sync
+        status, _, sync = http("GET", f"/v1/messages?lastSyncedMessage={message['messageId']}", token=BOB)
+        assert [m["messageId"] for m in sync["messages"]] == [second["message"]["messageId"]] and sync["hasMore"] is False, sync
+
+        # Delivery acknowledgement: gone from the relay, the sender hears message_delivered.
+        await bob.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": [message["messageId"], second["message"]["messageId"]]}}))
+        delivered = await next_event(alice, "message_delivered")
+        assert delivered["messageId"] in (message["messageId"], second["message"]["messageId"]) and delivered["conversationId"] == 2, delivered
+        await next_event(alice, "message_delivered")
+        status, _, sync = http("GET", "/v1/messages", token=BOB)
+        assert sync["messages"] == [], sync
+
+        # A retry after delivery still gets the same message.
+        status, _, late = http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
+        assert status == 201 and late["message"]["messageId"] == message["messageId"], late
+
+        # Read receipts (forward only) and typing.
+        await bob.send(json.dumps({"type": "read", "payload": {"conversationId": 1, "upTo": second["message"]["messageId"]}}))
+        read = await next_event(alice, "message_read")
+        assert read["messageId"] == second["message"]["messageId"] and read["conversationId"] == 2, read
+        await bob.send(json.dumps({"type": "typing", "payload": {"toUserId": 1, "typing": True}}))
+        typing = await next_event(alice, "contact_status_update")
+        while not typing["typing"]:
+            typing = await next_event(alice, "contact_status_update")
+        assert typing["userId"] == 2, typing
+
+        # A bad event gets an error event and the socket stays open.
+        await bob.send("not json")
+        error = await next_event(bob, "error")
+        assert error["code"] == "bad_request", error
+        await bob.send(json.dumps({"type": "typing", "payload": {"toUserId": 1, "typing": False}}))
+
+        # Status updates wait in sync for a sender that was away, until acknowledged by cursor.
+        status, _, sync = http("GET", "/v1/messages", token=ALICE)
+        updates = sync["statusUpdates"]
+        assert [u["type"] for u in updates].count("message_delivered") == 2 and any(u["type"] == "message_read" for u in updates), updates
+        top = max(u["sequence"] for u in updates)
+        status, _, sync = http("GET", f"/v1/messages?lastSyncedUpdate={top}", token=ALICE)
+        assert sync["statusUpdates"] == [], sync
+
+        # Profiles: self and contacts only.
+        status, _, profile = http("GET", "/v1/users/2", token=ALICE)
+        assert status == 200 and profile["id"] == 2 and profile["name"] == "Bob" and "avatarUrl" in profile and "lastConnectedAt" in profile, profile
+        expect_error(http("GET", "/v1/users/3", token=ALICE), 404, "not_found")
+        status, _, listed = http("GET", "/v1/users?ids=1,2,3", token=ALICE)
+        assert sorted(u["id"] for u in listed["users"]) == [1, 2], listed
+
+        # An offline recipient gets a push record instead.
+        status, _, to_carol = http("POST", "/v1/messages", token=ALICE, body={"requestId": 9, "toUserId": 3, "content": "Carol?"})
+        assert status == 201, to_carol
+        facts["carolMessageId"] = to_carol["message"]["messageId"]
+        facts["lastMessageId"] = to_carol["message"]["messageId"]
+
+    # A socket upgrade without a good token is refused with 401.
+    try:
+        async with websockets.connect(WS, extra_headers={"Authorization": "Bearer wrong"}):
+            raise AssertionError("the upgrade with a bad token was accepted")
+    except websockets.exceptions.InvalidStatusCode as refused:
+        assert refused.status_code == 401, refused.status_code
+    print(json.dumps(facts))
+
+
+asyncio.run(asyncio.wait_for(main(), 60))
