@@ -107,3 +107,13 @@ public struct PushRecord: Sendable, Hashable, Codable {
     self.createdAt = createdAt
   }
 }
+
+/// A request id the sender already used for a different message (another recipient or
+/// content): the relay answers `409 conflict` instead of the old message.
+public struct RequestIDConflict: Error, CustomStringConvertible, Sendable {
+  public var requestID: Int64
+  public var messageID: Int64
+  public var description: String {
+    "requestId \(requestID) was already used for a different message (message \(messageID))"
+  }
+}

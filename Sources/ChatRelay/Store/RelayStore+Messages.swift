@@ -15,7 +15,7 @@ extension RelayStore {
   /// `isNew == true`. A retry returns that same message with `isNew == false`, also
   /// after it was delivered and deleted (the idempotency record keeps its fields) and
   /// even if the recipient has been removed since. A retry naming another recipient
-  /// or other content is refused (`.badInput`): the key was reused for a different
+  /// or other content is refused (`RequestIDConflict`): the key was reused for a different
   /// message, which would otherwise be lost silently.
   ///
   /// The id is `max(lastIssued + 1, MessageID.make(milliseconds: now))`, with
@@ -41,8 +41,7 @@ extension RelayStore {
       let recorded = try db.query(RelayQuery.requestByKey, [sender, requestID], Self.message).first
       if let recorded {
         guard recorded.toUserId == recipient, recorded.content == content else {
-          throw StoreError(
-            .badInput, "requestId \(requestID) was already used for a different message (message \(recorded.messageId))", path: path)
+          throw RequestIDConflict(requestID: requestID, messageID: recorded.messageId)
         }
         return (recorded, false)
       }

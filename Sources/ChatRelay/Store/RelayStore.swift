@@ -86,6 +86,8 @@ public final class RelayStore {
   func writing<T>(_ action: String, _ body: (Database) throws -> T) throws -> T {
     do {
       return try db.write(body)
+    } catch let conflict as RequestIDConflict {
+      throw conflict
     } catch {
       throw StoreError.from(error, path: path, doing: action)
     }

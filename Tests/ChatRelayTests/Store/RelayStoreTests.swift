@@ -182,8 +182,8 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
 
       // A reused key for a different message is refused, not silently answered.
-      #expect(storeErrorKind { _ = try store.post(from: 1, requestID: 7, to: 2, content: "other", createdAt: createdAt, now: baseTime) } == .badInput)
-      #expect(storeErrorKind { _ = try store.post(from: 1, requestID: 7, to: 3, content: "hello", createdAt: createdAt, now: baseTime) } == .badInput)
+      #expect(throws: RequestIDConflict.self) { _ = try store.post(from: 1, requestID: 7, to: 2, content: "other", createdAt: createdAt, now: baseTime) }
+      #expect(throws: RequestIDConflict.self) { _ = try store.post(from: 1, requestID: 7, to: 3, content: "hello", createdAt: createdAt, now: baseTime) }
     }
   }
 
