@@ -24,6 +24,11 @@ let package = Package(
       pkgConfig: "libzstd",
       providers: [.apt(["libzstd-dev"])]
     ),
+    .systemLibrary(
+      name: "CWebSockets",
+      pkgConfig: "libwebsockets",
+      providers: [.apt(["libwebsockets-dev"])]
+    ),
 
     // MARK: - The schema's history, embedded into the binary at build time
     // `Migrations/*.sql` are inputs of a build command; SwiftPM re-plans when a file is
@@ -36,6 +41,7 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
+    .target(name: "ChatRelay", dependencies: ["ChatStore", "CWebSockets"], path: "Sources/ChatRelay"),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
@@ -46,6 +52,7 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI"]),
+    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )
