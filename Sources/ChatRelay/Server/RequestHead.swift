@@ -33,8 +33,9 @@ enum RequestHead {
     header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap { Int($0.trimmingSpaces) }
   }
 
-  /// Query parameters. lws splits the query at `&` into fragments and has already
-  /// undone `%xx` escapes in them, so only `+` is left to turn into a space.
+  /// Query parameters. lws 4.1 splits the query at `&` into fragments and has already
+  /// undone `%xx` escapes and turned `+` into a space, so a fragment is split at its
+  /// first `=` only (an escaped `=` inside a name therefore ends the name).
   static func query(_ wsi: OpaquePointer) -> [String: String] {
     let total = Int(lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS))
     guard total > 0 else { return [:] }

@@ -120,21 +120,26 @@ extension ServiceCore {
     }
   }
 
-  /// Answers a request on the spot with `response` (head and body in two writes);
-  /// for refusals before a connection becomes a socket. The caller then closes it.
+  /// Answers an upgrade request on the spot with `response` and `Connection: close`;
+  /// the caller then returns nonzero so lws closes the connection.
+  ///
+  /// The head is written by hand: at the upgrade filter lws has not read the request's
+  /// HTTP version yet, so `lws_add_http_header_status` would answer `HTTP/1.0`, which
+  /// WebSocket clients (Python's `websockets`) reject as a malformed answer.
   func refuse(
     _ wsi: OpaquePointer, _ connection: Connection, _ request: HTTPRequest, _ response: HTTPResponse,
     started: ContinuousClock.Instant
   ) {
-    defer {
-      handlers.log(
-        "http \(connection.id): \(request.method) \(request.path) \(response.status) \(milliseconds(since: started))ms")
-    }
-    guard writeHead(wsi, response), !response.body.isEmpty else { return }
+    let reasons = [400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"]
+    let head =
+      "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
+      + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"
+      + "connection: close\r\n\r\n"
     let pre = Int(chat_lws_pre)
-    var buffer = [UInt8](repeating: 0, count: pre) + response.body
-    _ = buffer.withUnsafeMutableBufferPointer {
-      lws_write(wsi, $0.baseAddress! + pre, response.body.count, LWS_WRITE_HTTP_FINAL)
-    }
+    var buffer = [UInt8](repeating: 0, count: pre) + Array(head.utf8) + response.body
+    let count = buffer.count - pre
+    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_HTTP) }
+    handlers.log(
+      "http \(connection.id): \(request.method) \(request.path) \(response.status) \(milliseconds(since: started))ms")
   }
 }

@@ -26,7 +26,7 @@ import FoundationNetworking
   @Test func getReachesTheHandlerWithPathQueryAndHeaders() async throws {
     let running = try RunningServer()
     defer { running.stop() }
-    var request = URLRequest(url: try #require(URL(string: running.base + "/v1/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1")))
+    var request = URLRequest(url: try #require(URL(string: running.base + "/v1/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1&sp=a+b&empty&pct=100%25")))
     request.setValue("Bearer abc", forHTTPHeaderField: "Authorization")
     let (data, response) = try await Self.session().data(for: request)
     let http = try #require(response as? HTTPURLResponse)
@@ -35,7 +35,7 @@ import FoundationNetworking
     let fields = Self.fields(data)
     #expect(fields["method"] == "GET")
     #expect(fields["path"] == "/v1/things")
-    #expect(fields["query"] == "a=x&y=z&b=two words&plus=1+1")
+    #expect(fields["query"] == "a=x&y=z&b=two words&empty=&pct=100%&plus=1+1&sp=a b")
     #expect(fields["auth"] == "Bearer abc")
     // The log names method, path and status, never the query or the token.
     let lines = running.log.filter { $0.hasPrefix("log http") }
@@ -144,8 +144,40 @@ import FoundationNetworking
     let body = try #require(raw.lines.dropFirst().first)
     let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: [String: String]]
     #expect(json?["error"]?["code"] == "unauthorized")
+    let elsewhere = try PythonPeer.run(PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/other", "Bearer good"])
+    #expect(elsewhere.lines.first?.hasPrefix("HTTP/1.1 404") == true)
     #expect(!running.log.contains { $0.hasPrefix("opened ") })
     #expect(running.log.contains { $0.contains("GET /v1/socket/updates 401") })
+  }
+
+  @Test func stopClosesOpenSocketsAndReportsThem() throws {
+    try #require(PythonPeer.hasWebSockets, "install python3-websockets (scripts/test does)")
+    let running = try RunningServer()
+    let script = """
+      import asyncio, sys, websockets
+      async def main():
+          async with websockets.connect(sys.argv[1], extra_headers={"Authorization": "Bearer good"},
+                                        open_timeout=5, close_timeout=2) as ws:
+              print("got", await asyncio.wait_for(ws.recv(), 5), flush=True)
+              try:
+                  await asyncio.wait_for(ws.recv(), 10)
+              except websockets.exceptions.ConnectionClosed:
+                  print("closed")
+      asyncio.run(asyncio.wait_for(main(), 15))
+      """
+    let done = DispatchSemaphore(value: 0)
+    let output = EventLog()
+    let url = "ws://127.0.0.1:\(running.port)/v1/socket/updates"
+    DispatchQueue.global().async {
+      let result = try? PythonPeer.run(script, arguments: [url])
+      for line in result?.lines ?? [] { output.append(line) }
+      done.signal()
+    }
+    #expect(running.waitFor(10) { $0.contains { $0.hasPrefix("opened ") } })
+    #expect(running.stop(within: 10))
+    #expect(done.wait(timeout: .now() + 20) == .success)
+    #expect(output.lines == ["got hello 42", "closed"])
+    #expect(running.log.filter { $0.hasPrefix("closed ") }.count == 1)
   }
 
   @Test func stopMakesRunReturn() throws {
