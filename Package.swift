@@ -11,6 +11,7 @@ let package = Package(
   products: [
     .library(name: "ChatStore", targets: ["ChatStore"]),
     .executable(name: "chatdb", targets: ["chatdb"]),
+    .executable(name: "chat-relay", targets: ["chat-relay"]),
   ],
   targets: [
     // MARK: - C shims (system libraries from Debian)
@@ -29,6 +30,11 @@ let package = Package(
       pkgConfig: "libcrypto",
       providers: [.apt(["libssl-dev"])]
     ),
+    .systemLibrary(
+      name: "CWebSockets",
+      pkgConfig: "libwebsockets",
+      providers: [.apt(["libwebsockets-dev"])]
+    ),
 
     // MARK: - The schema's history, embedded into the binary at build time
     // `Migrations/*.sql` are inputs of a build command; SwiftPM re-plans when a file is
@@ -41,11 +47,13 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
-    // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP side.
-    .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto"]),
+    // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
+    // WebSocket side on libwebsockets, Relay the protocol between them.
+    .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatStore", "ChatCLI"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
 
@@ -53,7 +61,7 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
-    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore"], exclude: ["interop"]),
+    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

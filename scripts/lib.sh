@@ -20,4 +20,8 @@ ensure_packages() {
 }
 
 # The Debian packages the build needs (the .systemLibrary targets' providers).
-BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev pkg-config)
+BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-config)
+
+# The Debian packages only the tests need: python3-websockets is the WebSocket peer
+# of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3).
+TEST_PACKAGES=(python3-websockets)

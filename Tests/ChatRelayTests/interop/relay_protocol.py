@@ -27,9 +27,9 @@ def http(method, path, token=None, body=None, raw=None):
         request.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, json.loads(error.read() or b"null")
 
 
 def expect_error(result, status, code, field=None):
@@ -83,7 +83,7 @@ async def main():
         # A retry with the same requestId is the same message, marked replayed; a reuse for another message is 409.
         status, headers, again = http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
         assert status == 201 and again["message"]["messageId"] == message["messageId"], again
-        assert headers.get("Idempotent-Replayed") == "true", headers
+        assert headers.get("idempotent-replayed") == "true", headers
         expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "other"}), 409, "conflict")
 
         # Ids rise.

@@ -1,0 +1,14 @@
+#include <libwebsockets.h>
+
+/* Swift cannot import function-like or computed macros; re-export the ones the
+ * relay needs as constants. */
+
+/* Bytes lws needs in front of every buffer passed to lws_write (LWS_PRE). */
+static const int chat_lws_pre = LWS_PRE;
+
+/* Server options used by the relay (64-bit shifted macros). */
+static const unsigned long long chat_lws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
+static const unsigned long long chat_lws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
+
+/* "No Content-Length header" marker for lws_add_http_common_headers. */
+static const lws_filepos_t chat_lws_illegal_http_content_len = LWS_ILLEGAL_HTTP_CONTENT_LEN;

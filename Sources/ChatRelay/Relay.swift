@@ -1,0 +1,343 @@
+import ChatStore
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// The relay of `docs/protocol.md`: HTTP requests and socket events turned into
+/// `RelayStore` calls, and the events they cause sent to the sockets concerned.
+///
+/// ```swift
+/// let relay = try Relay(databasePath: "relay.db")
+/// let server = try RelayServer(port: 8080, handlers: relay.handlers)
+/// relay.attach(server)
+/// server.run()
+/// ```
+/// `@unchecked Sendable`: the server calls every handler on its one service thread, and
+/// all mutable state here (`store`, `sockets`) is only touched from those handlers.
+public final class Relay: @unchecked Sendable {
+  /// The relay's state.
+  let store: RelayStore
+  /// Injected faults (off unless `--faults`).
+  let faults: Faults
+  /// Where push notifications are also POSTed, if anywhere.
+  let pushWebhook: URL?
+  /// The clock, in milliseconds since 1970 (tests move it).
+  let now: @Sendable () -> Int64
+  private weak var server: RelayServer?
+  /// Open sockets and their users.
+  private var sockets: [SocketID: Int64] = [:]
+  private var socketsOfUser: [Int64: Set<SocketID>] = [:]
+
+  /// Opens (or creates) the relay's database.
+  public init(
+    databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil,
+    now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+  ) throws {
+    store = try RelayStore(path: databasePath)
+    self.faults = faults
+    self.pushWebhook = pushWebhook
+    self.now = now
+  }
+
+  /// The server this relay sends its events through.
+  public func attach(_ server: RelayServer) { self.server = server }
+
+  /// The handlers to create the `RelayServer` with.
+  public func handlers(log: @escaping @Sendable (String) -> Void = { _ in }) -> RelayServer.Handlers {
+    RelayServer.Handlers(
+      http: { [self] in respond(to: $0) },
+      authorizeSocket: { [self] in try? authenticate($0) },
+      socketOpened: { [self] in opened($0, user: $1) },
+      socketText: { [self] in received($2, on: $0, from: $1) },
+      socketClosed: { [self] in closed($0, user: $1) },
+      log: log)
+  }
+
+  // MARK: - HTTP
+
+  func respond(to request: HTTPRequest) -> HTTPResponse {
+    do {
+      if request.path == "/v1/health" {
+        return try only("GET", request) { .json(200, ["ok": true, "version": 1]) }
+      }
+      let user = try authenticate(request) ?? { throw APIError.unauthorized }()
+      switch request.path {
+      case "/v1/messages":
+        if request.method == "POST" { return try postMessage(request, from: user) }
+        return try only("GET", request, allow: "GET, POST") { try sync(request, for: user) }
+      case "/v1/users":
+        return try only("GET", request) { try profiles(request.query["ids"], for: user) }
+      case let path where path.hasPrefix("/v1/users/"):
+        return try only("GET", request) { try profile(String(path.dropFirst("/v1/users/".count)), for: user) }
+      default:
+        throw APIError.notFound("no such path: \(request.path)")
+      }
+    } catch let error as APIError {
+      return error.response
+    } catch let error as RequestIDConflict {
+      return APIError.conflict(error.description).response
+    } catch let error as StoreError {
+      return APIError(error).response
+    } catch {
+      return APIError.internal("\(error)").response
+    }
+  }
+
+  private func only(_ method: String, _ request: HTTPRequest, allow: String? = nil, _ body: () throws -> HTTPResponse) throws -> HTTPResponse {
+    guard request.method == method || (allow?.contains(request.method) ?? false) else {
+      throw APIError.methodNotAllowed(allow ?? method)
+    }
+    return try body()
+  }
+
+  func authenticate(_ request: HTTPRequest) throws -> Int64? {
+    guard let header = request.headers["authorization"], header.hasPrefix("Bearer ") else { return nil }
+    return try store.authenticate(token: String(header.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces))
+  }
+
+  // MARK: POST /v1/messages
+
+  struct PostBody: Decodable {
+    var requestId: Int64
+    var toUserId: Int64
+    var content: String
+    var createdAt: String?
+  }
+
+  func postMessage(_ request: HTTPRequest, from user: Int64) throws -> HTTPResponse {
+    if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
+    if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
+    let body: PostBody = try decode(request.body)
+    guard body.requestId > 0 else { throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId") }
+    guard body.toUserId > 0 else { throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId") }
+    let bytes = body.content.utf8.count
+    guard bytes >= 1, bytes <= 65_536 else {
+      throw APIError.badRequest("field 'content': expected 1 to 65536 bytes of text, got \(bytes)", field: "content")
+    }
+    let now = self.now()
+    var createdAt = Timestamp.string(milliseconds: now)
+    if let given = body.createdAt {
+      guard let ms = Timestamp.milliseconds(from: given) else {
+        throw APIError.badRequest("field 'createdAt': expected an ISO 8601 time like 2026-01-31T12:00:00.000Z", field: "createdAt")
+      }
+      createdAt = Timestamp.string(milliseconds: ms)
+    }
+    let (message, isNew) = try store.post(
+      from: user, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
+    if isNew { deliver(message) }
+    var response = HTTPResponse.json(201, ["message": message.json, "fromMessageRequestId": .int(body.requestId)])
+    if !isNew { response.headers.append(("Idempotent-Replayed", "true")) }
+    if faults.fire(.dropResponse) { response.dropConnection = true }
+    return response
+  }
+
+  /// Sends a new message to the recipient's sockets, or records a push notification.
+  private func deliver(_ message: RelayMessage) {
+    let event = Self.event("new_message", message.json)
+    let targets = socketsOfUser[message.toUserId] ?? []
+    if targets.isEmpty {
+      let at = Timestamp.string(milliseconds: now())
+      try? store.recordPush(to: message.toUserId, messageId: message.messageId, at: at)
+      notifyWebhook(message)
+      return
+    }
+    for socket in targets {
+      send(event, to: socket)
+      if faults.fire(.duplicateEvent) { send(event, to: socket) }
+    }
+  }
+
+  private func notifyWebhook(_ message: RelayMessage) {
+    guard let pushWebhook else { return }
+    var request = URLRequest(url: pushWebhook)
+    request.httpMethod = "POST"
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    request.httpBody = Data(
+      JSONValue.object([
+        "toUserId": .int(message.toUserId), "messageId": .int(message.messageId), "fromUserId": .int(message.fromUserId),
+      ]).render(pretty: false).utf8)
+    URLSession.shared.dataTask(with: request) { _, _, _ in }.resume()
+  }
+
+  // MARK: GET /v1/messages
+
+  func sync(_ request: HTTPRequest, for user: Int64) throws -> HTTPResponse {
+    let cursor = try request.int("lastSyncedMessage", default: 0, range: 0...Int64.max)
+    let limit = try request.int("limit", default: 100, range: 1...500)
+    let updateCursor = try request.int("lastSyncedUpdate", default: 0, range: 0...Int64.max)
+    if updateCursor > 0 { try store.dropStatusUpdates(for: user, upTo: updateCursor) }
+    let page = try store.undelivered(for: user, after: cursor, limit: Int(limit))
+    let updates = try store.statusUpdates(for: user, after: updateCursor)
+    return .json(
+      200,
+      [
+        "messages": .array(page.messages.map(\.json)), "hasMore": .bool(page.hasMore),
+        "statusUpdates": .array(updates.map(\.json)),
+      ])
+  }
+
+  // MARK: GET /v1/users
+
+  func profile(_ text: String, for viewer: Int64) throws -> HTTPResponse {
+    guard let id = StoreLocation.parseUserID(text) else { throw APIError.badRequest("'\(text)' is not a user id", field: "id") }
+    guard try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) else {
+      throw APIError.notFound("no user \(id) you exchange messages with")
+    }
+    return .json(200, user.json)
+  }
+
+  func profiles(_ list: String?, for viewer: Int64) throws -> HTTPResponse {
+    guard let list, !list.isEmpty else { throw APIError.badRequest("query 'ids': expected a comma-separated list of user ids", field: "ids") }
+    let parts = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    guard parts.count <= 100 else { throw APIError.badRequest("query 'ids': at most 100 ids", field: "ids") }
+    var users: [JSONValue] = []
+    for part in parts {
+      guard let id = StoreLocation.parseUserID(part) else { throw APIError.badRequest("query 'ids': '\(part)' is not a user id", field: "ids") }
+      if try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) { users.append(user.json) }
+    }
+    return .json(200, ["users": .array(users)])
+  }
+
+  // MARK: - Sockets
+
+  func opened(_ socket: SocketID, user: Int64) {
+    let wasOnline = !(socketsOfUser[user]?.isEmpty ?? true)
+    sockets[socket] = user
+    socketsOfUser[user, default: []].insert(socket)
+    try? store.setLastConnected(id: user, at: Timestamp.string(milliseconds: now()))
+    if !wasOnline { announce(user, online: true) }
+  }
+
+  func closed(_ socket: SocketID, user: Int64) {
+    sockets[socket] = nil
+    socketsOfUser[user]?.remove(socket)
+    guard socketsOfUser[user]?.isEmpty ?? true else { return }
+    socketsOfUser[user] = nil
+    try? store.setLastConnected(id: user, at: Timestamp.string(milliseconds: now()))
+    announce(user, online: false)
+  }
+
+  /// `contact_status_update` to every online contact of `user`.
+  private func announce(_ user: Int64, online: Bool, typing: Bool = false, only target: Int64? = nil) {
+    let lastSeen = (try? store.user(id: user))??.lastConnectedAt
+    let event = Self.event(
+      "contact_status_update",
+      [
+        "userId": .int(user), "online": .bool(online || !(socketsOfUser[user]?.isEmpty ?? true)),
+        "lastSeenAt": lastSeen.map { .string($0) } ?? .null, "typing": .bool(typing),
+      ])
+    let contacts = target.map { [$0] } ?? ((try? store.contacts(of: user)) ?? [])
+    for contact in contacts {
+      for socket in socketsOfUser[contact] ?? [] { send(event, to: socket) }
+    }
+  }
+
+  struct ClientEvent: Decodable {
+    var type: String
+  }
+  struct DeliveryAck: Decodable { var messageIds: [Int64] }
+  struct ReadReceipt: Decodable {
+    var conversationId: Int64
+    var upTo: Int64
+  }
+  struct Typing: Decodable {
+    var toUserId: Int64
+    var typing: Bool
+  }
+  struct UpdatesAck: Decodable { var upTo: Int64 }
+  struct Payload<P: Decodable>: Decodable { var payload: P }
+
+  func received(_ text: String, on socket: SocketID, from user: Int64) {
+    let data = Array(text.utf8)
+    do {
+      let event: ClientEvent = try decode(data)
+      switch event.type {
+      case "delivery_ack":
+        let ack: Payload<DeliveryAck> = try decode(data)
+        guard ack.payload.messageIds.count <= 500 else { throw APIError.badRequest("at most 500 messageIds", field: "messageIds") }
+        for update in try store.acknowledgeDelivery(by: user, ids: ack.payload.messageIds) { push(update) }
+      case "read":
+        let receipt: Payload<ReadReceipt> = try decode(data)
+        if let update = try store.markRead(by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo) {
+          push(update)
+        }
+      case "typing":
+        let typing: Payload<Typing> = try decode(data)
+        if try store.canSee(viewer: user, user: typing.payload.toUserId) {
+          announce(user, online: true, typing: typing.payload.typing, only: typing.payload.toUserId)
+        }
+      case "updates_ack":
+        let ack: Payload<UpdatesAck> = try decode(data)
+        try store.dropStatusUpdates(for: user, upTo: ack.payload.upTo)
+      default:
+        throw APIError.badRequest("unknown event type '\(event.type)'", field: "type")
+      }
+    } catch let error as APIError {
+      send(Self.event("error", ["code": .string(error.code), "message": .string(error.message)]), to: socket)
+    } catch let error as StoreError {
+      let api = APIError(error)
+      send(Self.event("error", ["code": .string(api.code), "message": .string(api.message)]), to: socket)
+    } catch {
+      send(Self.event("error", ["code": "internal", "message": .string("\(error)")]), to: socket)
+    }
+  }
+
+  /// A status update to the sockets of the user it is for.
+  private func push(_ update: StatusUpdate) {
+    let event = Self.event(update.type.rawValue, update.json)
+    for socket in socketsOfUser[update.userId] ?? [] { send(event, to: socket) }
+  }
+
+  private func send(_ text: String, to socket: SocketID) {
+    server?.send(text, to: socket)
+    if faults.fire(.closeSocket) { server?.close(socket) }
+  }
+
+  static func event(_ type: String, _ payload: JSONValue) -> String {
+    JSONValue.object(["type": .string(type), "payload": payload]).render(pretty: false)
+  }
+}
+
+// MARK: - Decoding bodies
+
+/// Decodes a JSON body; a decoding failure becomes a 400 naming the field.
+func decode<T: Decodable>(_ bytes: [UInt8]) throws -> T {
+  do {
+    return try JSONDecoder().decode(T.self, from: Data(bytes))
+  } catch let error as DecodingError {
+    switch error {
+    case .keyNotFound(let key, let context):
+      let path = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
+      throw APIError.badRequest("field '\(path)' is missing", field: path)
+    case .typeMismatch(_, let context), .valueNotFound(_, let context):
+      let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+      throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
+    case .dataCorrupted(let context):
+      let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+      if path.isEmpty { throw APIError.badRequest("the body is not a JSON object", field: nil) }
+      throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
+    @unknown default:
+      throw APIError.badRequest("the body is not valid JSON", field: nil)
+    }
+  }
+}
+
+extension HTTPRequest {
+  /// An integer query parameter within `range`, or `fallback` when absent.
+  func int(_ name: String, default fallback: Int64, range: ClosedRange<Int64>) throws -> Int64 {
+    guard let text = query[name] else { return fallback }
+    guard let value = Int64(text), range.contains(value) else {
+      throw APIError.badRequest("query '\(name)': expected an integer from \(range.lowerBound) to \(range.upperBound)", field: name)
+    }
+    return value
+  }
+}
+
+extension HTTPResponse {
+  /// A JSON response.
+  static func json(_ status: Int, _ body: JSONValue) -> HTTPResponse {
+    HTTPResponse(status: status, contentType: "application/json", body: Array(body.render(pretty: false).utf8), headers: [])
+  }
+}

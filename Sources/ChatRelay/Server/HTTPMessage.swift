@@ -1,0 +1,94 @@
+// MARK: - Requests and responses the relay's HTTP handler sees
+
+/// One HTTP request as the relay's handler receives it, body complete.
+///
+/// ```swift
+/// if request.method == "POST", request.path == "/v1/messages" { … }
+/// ```
+public struct HTTPRequest: Sendable {
+  /// The request method in upper case, e.g. `GET`, `POST`.
+  public var method: String
+  /// The path without the query string, percent-decoded by libwebsockets.
+  public var path: String
+  /// Query parameters, names and values percent-decoded (`+` is a space); the last one wins.
+  public var query: [String: String]
+  /// Request headers libwebsockets knows by name (`authorization`, `content-type`,
+  /// `content-length`, `host`, …), keyed by the lowercased name without the colon.
+  public var headers: [String: String]
+  /// The whole request body (at most ``RelayServer/maximumBodySize`` bytes).
+  public var body: [UInt8]
+
+  /// Creates a request, e.g. to call a handler directly in a test.
+  public init(
+    method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+    body: [UInt8] = []
+  ) {
+    self.method = method
+    self.path = path
+    self.query = query
+    self.headers = headers
+    self.body = body
+  }
+}
+
+/// One HTTP response: status, content type, body and any extra headers.
+///
+/// The server adds `Content-Type` and `Content-Length` itself.
+public struct HTTPResponse: Sendable {
+  /// The status code, e.g. 200 or 404.
+  public var status: Int
+  /// The `Content-Type` header's value.
+  public var contentType: String
+  /// The whole response body.
+  public var body: [UInt8]
+  /// Extra headers, e.g. `("Retry-After", "2")`; a name or value with CR or LF is dropped.
+  public var headers: [(String, String)]
+  /// Close the connection without answering (the relay's `drop-response` fault: the
+  /// work is done, the client never hears of it and must retry).
+  public var dropConnection = false
+
+  /// Creates a response.
+  public init(status: Int, contentType: String = "application/json", body: [UInt8] = [], headers: [(String, String)] = []) {
+    self.status = status
+    self.contentType = contentType
+    self.body = body
+    self.headers = headers
+  }
+
+  /// A JSON error body in the relay's shape: `{"error": {"code": …, "message": …}}`.
+  public static func jsonError(status: Int, code: String, message: String) -> HTTPResponse {
+    let text = #"{"error":{"code":"# + jsonString(code) + #","message":"# + jsonString(message) + "}}"
+    return HTTPResponse(status: status, contentType: "application/json", body: Array(text.utf8))
+  }
+}
+
+/// Identifies one open WebSocket connection for the lifetime of the server.
+public struct SocketID: Hashable, Sendable, CustomStringConvertible {
+  /// The number the server gave this connection; never reused within one server.
+  public let raw: UInt64
+
+  /// Wraps a raw connection number.
+  public init(raw: UInt64) { self.raw = raw }
+
+  /// `socket 7`.
+  public var description: String { "socket \(raw)" }
+}
+
+/// A JSON string literal (with quotes) for `text`.
+func jsonString(_ text: String) -> String {
+  var out = "\""
+  for scalar in text.unicodeScalars {
+    switch scalar {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\r": out += "\\r"
+    case "\t": out += "\\t"
+    case _ where scalar.value < 0x20:
+      let hex = String(scalar.value, radix: 16)
+      out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+    default: out.unicodeScalars.append(scalar)
+    }
+  }
+  return out + "\""
+}

@@ -1,0 +1,102 @@
+import CWebSockets
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Owns one `lws_context` and the C memory its creation info keeps pointing at
+/// (the protocol table, the interface name, the ping policy).
+///
+/// Destroyed explicitly (``destroy()``) on the service thread so that the close
+/// callbacks it triggers run there; `deinit` destroys it if nobody did.
+final class LWSContext {
+  /// The context; valid until ``destroy()``.
+  let pointer: OpaquePointer
+  private let protocols: UnsafeMutablePointer<lws_protocols>
+  private let protocolName: UnsafeMutablePointer<CChar>
+  private let interface: UnsafeMutablePointer<CChar>
+  private let pingPolicy: UnsafeMutablePointer<lws_retry_bo_t>
+  private var destroyed = false
+
+  /// Creates the context and its one vhost listening on `host:port` (0 picks a free port).
+  ///
+  /// `user` is returned by `lws_context_user` in ``relayServiceCallback``.
+  init(host: String, port: Int, user: UnsafeMutableRawPointer) throws(RelayServerError) {
+    // Errors only: lws logs every connection at NOTICE by default.
+    lws_set_log_level(Int32(LLL_ERR), nil)
+
+    protocolName = strdup("chat-relay")
+    interface = strdup(host)
+    protocols = .allocate(capacity: 2)
+    protocols.initialize(repeating: lws_protocols(), count: 2)
+    protocols[0].name = UnsafePointer(protocolName)
+    protocols[0].callback = relayServiceCallback
+    protocols[0].per_session_data_size = 0
+    protocols[0].rx_buffer_size = 64 * 1024
+
+    // Ping a socket idle for 30 s, hang up one silent for 60 s.
+    pingPolicy = .allocate(capacity: 1)
+    pingPolicy.initialize(to: lws_retry_bo_t())
+    pingPolicy.pointee.secs_since_valid_ping = 30
+    pingPolicy.pointee.secs_since_valid_hangup = 60
+
+    var info = lws_context_creation_info()
+    info.port = Int32(port)
+    info.iface = UnsafePointer(interface)
+    info.protocols = UnsafePointer(protocols)
+    info.user = user
+    info.gid = -1
+    info.uid = -1
+    info.max_http_header_data = 8192
+    info.retry_and_idle_policy = UnsafePointer(pingPolicy)
+    info.options = chat_lws_option_validate_utf8
+    if !host.contains(":") { info.options |= chat_lws_option_disable_ipv6 }
+
+    guard let context = lws_create_context(&info) else {
+      Self.release(protocols, protocolName, interface, pingPolicy)
+      throw RelayServerError(message: "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)")
+    }
+    pointer = context
+  }
+
+  /// The port the default vhost listens on.
+  var listenPort: Int {
+    guard let vhost = lws_get_vhost_by_name(pointer, "default") else { return 0 }
+    return Int(lws_get_vhost_listen_port(vhost))
+  }
+
+  /// Closes every connection (their close callbacks run now, on the calling thread)
+  /// and frees the context. Idempotent.
+  func destroy() {
+    guard !destroyed else { return }
+    destroyed = true
+    lws_context_destroy(pointer)
+  }
+
+  deinit {
+    destroy()
+    Self.release(protocols, protocolName, interface, pingPolicy)
+  }
+
+  private static func release(
+    _ protocols: UnsafeMutablePointer<lws_protocols>, _ name: UnsafeMutablePointer<CChar>,
+    _ interface: UnsafeMutablePointer<CChar>, _ ping: UnsafeMutablePointer<lws_retry_bo_t>
+  ) {
+    protocols.deinitialize(count: 2)
+    protocols.deallocate()
+    ping.deinitialize(count: 1)
+    ping.deallocate()
+    free(name)
+    free(interface)
+  }
+}
+
+@available(*, unavailable)
+extension LWSContext: Sendable {}
+
+/// Why a ``RelayServer`` could not start.
+public struct RelayServerError: Error, CustomStringConvertible, Sendable {
+  /// What failed, naming the address.
+  public var message: String
+  /// The message.
+  public var description: String { message }
+}

@@ -1,0 +1,94 @@
+import CWebSockets
+
+/// An HTTP + WebSocket server on one port, built on libwebsockets' event loop.
+///
+/// Every handler runs on the thread that called ``run()``; ``send(_:to:)``,
+/// ``close(_:)`` and ``stop()`` may be called from any thread.
+///
+/// ```swift
+/// let server = try RelayServer(port: 0, handlers: handlers)
+/// let thread = Thread { server.run() }
+/// thread.start()
+/// // … http://127.0.0.1:\(server.port)/ …
+/// server.stop()
+/// ```
+///
+/// See https://libwebsockets.org/lws-api-doc-v4.1-stable/html/md_READMEs_README_coding.html
+// @unchecked: the only state reachable from several threads is the core's outbound
+// queue, behind a Mutex; the rest is touched by the service thread alone.
+public final class RelayServer: @unchecked Sendable {
+  /// What the server calls, always on the service thread.
+  public struct Handlers: Sendable {
+    /// Answers every HTTP request except a WebSocket upgrade on the socket path.
+    public var http: @Sendable (HTTPRequest) -> HTTPResponse
+    /// Returns the user id for a WebSocket upgrade request (path, query and headers,
+    /// no body), or nil to refuse it with 401 and a JSON error body.
+    public var authorizeSocket: @Sendable (HTTPRequest) -> Int64?
+    /// A socket was accepted for the user id `authorizeSocket` returned.
+    public var socketOpened: @Sendable (SocketID, Int64) -> Void
+    /// One complete text message arrived (fragments already joined).
+    public var socketText: @Sendable (SocketID, Int64, String) -> Void
+    /// The socket is gone, whichever side closed it; called once per opened socket.
+    public var socketClosed: @Sendable (SocketID, Int64) -> Void
+    /// One line per request and per socket: method, path (no query), status,
+    /// milliseconds. Never a body, a query value or the `Authorization` header.
+    public var log: @Sendable (String) -> Void
+
+    /// Creates the handlers; everything but `http` defaults to refusing sockets / doing nothing.
+    public init(
+      http: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+      authorizeSocket: @escaping @Sendable (HTTPRequest) -> Int64? = { _ in nil },
+      socketOpened: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
+      socketText: @escaping @Sendable (SocketID, Int64, String) -> Void = { _, _, _ in },
+      socketClosed: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
+      log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+      self.http = http
+      self.authorizeSocket = authorizeSocket
+      self.socketOpened = socketOpened
+      self.socketText = socketText
+      self.socketClosed = socketClosed
+      self.log = log
+    }
+  }
+
+  /// The largest request body accepted; a larger one gets 413.
+  public static let maximumBodySize = 1 << 20
+  /// The largest WebSocket text message accepted; a larger one closes the socket (1009).
+  public static let maximumMessageSize = 1 << 20
+
+  private let core: ServiceCore
+
+  /// The port the server listens on (the one picked when `port` was 0).
+  public let port: Int
+
+  /// Binds `host:port` (0 picks a free port) now; serving starts with ``run()``.
+  ///
+  /// Throws ``RelayServerError`` when the address cannot be bound.
+  public init(
+    host: String = "127.0.0.1", port: Int, socketPath: String = "/v1/socket/updates", handlers: Handlers
+  ) throws {
+    core = ServiceCore(socketPath: socketPath, handlers: handlers)
+    // Unretained: the core outlives the context (deinit destroys the context first).
+    let context = try LWSContext(host: host, port: port, user: Unmanaged.passUnretained(core).toOpaque())
+    self.port = context.listenPort
+    core.attach(context)
+  }
+
+  /// Serves on the calling thread until ``stop()``; then closes every connection
+  /// (reporting open sockets through `socketClosed`) and returns. Runs once: a
+  /// second call returns at once.
+  public func run() { core.run() }
+
+  /// Makes ``run()`` return soon; safe from any thread, also before ``run()``.
+  public func stop() { core.stop() }
+
+  /// Queues `text` for `socket`; written in order on the service thread. A socket
+  /// that is closed or unknown drops it.
+  public func send(_ text: String, to socket: SocketID) { core.send(text, to: socket.raw) }
+
+  /// Closes `socket` normally (1000) once the messages queued before are written.
+  public func close(_ socket: SocketID) { core.close(socket.raw) }
+
+  deinit { core.shutdown() }
+}

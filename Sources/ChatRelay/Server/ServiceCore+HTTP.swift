@@ -1,0 +1,149 @@
+import CWebSockets
+
+// MARK: - HTTP requests: read the head, gather the body, answer, keep the connection alive
+
+extension ServiceCore {
+  /// Bodies declared this much over the limit are refused at once and the connection
+  /// closed; smaller excess is read and dropped so the client sees its 413.
+  private static let drainLimit = 16 * RelayServer.maximumBodySize
+  /// Bytes handed to one `lws_write` of a response body.
+  private static let writeChunk = 16 * 1024
+
+  func beginRequest(_ wsi: OpaquePointer) -> Int32 {
+    let connection = connection(wsi)
+    guard let request = RequestHead.read(wsi) else { return -1 }
+    connection.requests += 1
+    var exchange = Exchange(request: request, started: .now)
+    let declared = RequestHead.contentLength(wsi) ?? 0
+    if declared > RelayServer.maximumBodySize {
+      exchange.tooLarge = true
+      exchange.closeAfter = declared > Self.drainLimit
+    }
+    connection.exchange = exchange
+    if declared > 0 && !exchange.closeAfter { return 0 }  // the body follows
+    return answer(wsi, connection)
+  }
+
+  func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) {
+    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
+      exchange.response == nil, !exchange.tooLarge
+    else { return }
+    if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
+      exchange.tooLarge = true
+      exchange.request.body = []
+    } else {
+      exchange.request.body.append(contentsOf: bytes)
+    }
+    connection.exchange = exchange
+  }
+
+  func finishBody(_ wsi: OpaquePointer) -> Int32 {
+    guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange,
+      exchange.response == nil
+    else { return 0 }
+    return answer(wsi, connection)
+  }
+
+  /// Calls the handler (or refuses an oversized body), writes the head, and schedules the body.
+  private func answer(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    guard var exchange = connection.exchange else { return -1 }
+    let response =
+      exchange.tooLarge
+      ? HTTPResponse.jsonError(
+        status: 413, code: "too_large",
+        message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
+      : handlers.http(exchange.request)
+    if response.dropConnection {
+      handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped without an answer (fault)")
+      return -1
+    }
+    exchange.request.body = []
+    exchange.status = response.status
+    exchange.response = exchange.request.method == "HEAD" ? [] : response.body
+    connection.exchange = exchange
+    guard writeHead(wsi, response) else { return -1 }
+    if exchange.response?.isEmpty ?? true { return complete(wsi, connection) }
+    lws_callback_on_writable(wsi)
+    return 0
+  }
+
+  func writeResponseBody(_ wsi: OpaquePointer) -> Int32 {
+    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
+      let body = exchange.response
+    else { return 0 }
+    let count = min(body.count - exchange.written, Self.writeChunk)
+    let isFinal = exchange.written + count == body.count
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre + count)
+    buffer.replaceSubrange(pre..<(pre + count), with: body[exchange.written..<(exchange.written + count)])
+    let written = buffer.withUnsafeMutableBufferPointer {
+      lws_write(wsi, $0.baseAddress! + pre, count, isFinal ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+    }
+    guard written >= 0 else { return -1 }
+    exchange.written += count
+    connection.exchange = exchange
+    if isFinal { return complete(wsi, connection) }
+    lws_callback_on_writable(wsi)
+    return 0
+  }
+
+  /// Logs the request and readies the connection for the next one (or closes it).
+  private func complete(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    guard let exchange = connection.exchange else { return -1 }
+    connection.exchange = nil
+    handlers.log(
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms")
+    if exchange.closeAfter { return -1 }
+    return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+  }
+
+  /// Writes status, `Content-Type`, `Content-Length` and the extra headers.
+  func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+    let extras = response.headers.filter { name, value in
+      !name.isEmpty && !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" })
+    }
+    let capacity = extras.reduce(1024 + response.contentType.utf8.count) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre + capacity)
+    return buffer.withUnsafeMutableBufferPointer { raw -> Bool in
+      let start = raw.baseAddress! + pre
+      let end = raw.baseAddress! + raw.count
+      var cursor: UnsafeMutablePointer<UInt8>? = start
+      guard
+        lws_add_http_common_headers(
+          wsi, UInt32(clamping: response.status), response.contentType, lws_filepos_t(response.body.count),
+          &cursor, end) == 0
+      else { return false }
+      for (name, value) in extras {
+        let nameBytes = Array((name.lowercased() + ":").utf8) + [0]
+        let valueBytes = Array(value.utf8)
+        guard lws_add_http_header_by_name(wsi, nameBytes, valueBytes, Int32(valueBytes.count), &cursor, end) == 0
+        else { return false }
+      }
+      return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+    }
+  }
+
+  /// Answers an upgrade request on the spot with `response` and `Connection: close`;
+  /// the caller then returns nonzero so lws closes the connection.
+  ///
+  /// The head is written by hand: at the upgrade filter lws has not read the request's
+  /// HTTP version yet, so `lws_add_http_header_status` would answer `HTTP/1.0`, which
+  /// WebSocket clients (Python's `websockets`) reject as a malformed answer.
+  func refuse(
+    _ wsi: OpaquePointer, _ connection: Connection, _ request: HTTPRequest, _ response: HTTPResponse,
+    started: ContinuousClock.Instant
+  ) {
+    let reasons = [400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"]
+    let head =
+      "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
+      + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"
+      + "connection: close\r\n\r\n"
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre) + Array(head.utf8) + response.body
+    let count = buffer.count - pre
+    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_HTTP) }
+    handlers.log(
+      "http \(connection.id): \(request.method) \(request.path) \(response.status) \(milliseconds(since: started))ms")
+  }
+}

@@ -1,0 +1,120 @@
+import CWebSockets
+
+// MARK: - WebSockets: authorize the upgrade, join fragments, write queued text in order
+
+extension ServiceCore {
+  func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
+    let started = ContinuousClock.now
+    let connection = connection(wsi)
+    guard let request = RequestHead.read(wsi) else { return -1 }
+    guard request.path == socketPath else {
+      refuse(wsi, connection, request, .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path."), started: started)
+      return -1
+    }
+    guard let userID = handlers.authorizeSocket(request) else {
+      refuse(
+        wsi, connection, request, .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
+        started: started)
+      return -1
+    }
+    connection.socket = SocketState(userID: userID)
+    return 0
+  }
+
+  func socketEstablished(_ wsi: OpaquePointer) -> Int32 {
+    let connection = connection(wsi)
+    guard var socket = connection.socket else { return -1 }
+    let id = connection.id
+    socket.opened = .now
+    connection.socket = socket
+    sockets[id] = wsi
+    outbound.withLock { _ = $0.live.insert(id) }
+    handlers.log("socket \(id) opened for user \(socket.userID)")
+    handlers.socketOpened(SocketID(raw: id), socket.userID)
+    return 0
+  }
+
+  func receive(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    guard let id = existingID(wsi), let connection = connections[id], var socket = connection.socket else { return -1 }
+    if lws_frame_is_binary(wsi) != 0 {
+      lws_close_reason(wsi, LWS_CLOSE_STATUS_UNACCEPTABLE_OPCODE, nil, 0)
+      return -1
+    }
+    guard socket.incoming.count + bytes.count <= RelayServer.maximumMessageSize else {
+      lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, nil, 0)
+      return -1
+    }
+    socket.incoming.append(contentsOf: bytes)
+    let complete = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+    let text = complete ? String(decoding: socket.incoming, as: UTF8.self) : nil
+    if complete { socket.incoming = [] }
+    connection.socket = socket
+    if let text { handlers.socketText(SocketID(raw: id), socket.userID, text) }
+    return 0
+  }
+
+  private enum NextWrite: Sendable {
+    case message(String, more: Bool)
+    case close
+    case nothing
+  }
+
+  func writeSocket(_ wsi: OpaquePointer) -> Int32 {
+    guard let id = existingID(wsi), sockets[id] != nil else { return 0 }
+    let next = outbound.withLock { state -> NextWrite in
+      if var queue = state.queues[id], !queue.isEmpty {
+        let text = queue.removeFirst()
+        state.queues[id] = queue.isEmpty ? nil : queue
+        // After the last message a closing socket needs one more turn to close.
+        return .message(text, more: !queue.isEmpty || state.closing.contains(id))
+      }
+      return state.closing.contains(id) ? .close : .nothing
+    }
+    switch next {
+    case .nothing:
+      return 0
+    case .close:
+      lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
+      return -1
+    case .message(let text, let more):
+      let pre = Int(chat_lws_pre)
+      var buffer = [UInt8](repeating: 0, count: pre)
+      buffer.append(contentsOf: text.utf8)
+      let count = buffer.count - pre
+      let written = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT) }
+      guard written >= count else { return -1 }
+      if more { lws_callback_on_writable(wsi) }
+      return 0
+    }
+  }
+
+  /// Reports a socket's end once, whichever callback sees it first.
+  func socketClosed(_ wsi: OpaquePointer) {
+    guard let id = existingID(wsi), let connection = connections[id], var socket = connection.socket,
+      let opened = socket.opened, !socket.reportedClosed
+    else { return }
+    socket.reportedClosed = true
+    connection.socket = socket
+    sockets[id] = nil
+    outbound.withLock { state in
+      state.live.remove(id)
+      state.queues[id] = nil
+      state.closing.remove(id)
+      state.wake.remove(id)
+    }
+    handlers.log("socket \(id) closed after \(milliseconds(since: opened))ms")
+    handlers.socketClosed(SocketID(raw: id), socket.userID)
+  }
+
+  /// Asks for a writable callback on each socket `send` or `close` touched.
+  func wakeSockets() {
+    let ids = outbound.withLock { state -> Set<UInt64> in
+      let ids = state.wake
+      state.wake = []
+      return ids
+    }
+    for id in ids {
+      if let wsi = sockets[id] { lws_callback_on_writable(wsi) }
+    }
+  }
+}

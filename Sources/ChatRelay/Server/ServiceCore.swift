@@ -1,0 +1,202 @@
+import CWebSockets
+import Synchronization
+
+/// The server's state and its answers to libwebsockets events.
+///
+/// Connections are found through a number stored in each `lws` as its opaque user
+/// data: lws frees and re-zeroes per-session data whenever it rebinds a protocol
+/// (every HTTP transaction, every upgrade), the opaque pointer survives that.
+// @unchecked: `outbound` is a Mutex; every other property is touched only on the
+// service thread (callbacks, run(), and shutdown() after run() returned or never ran).
+final class ServiceCore: @unchecked Sendable {
+  let socketPath: String
+  let handlers: RelayServer.Handlers
+
+  private var context: LWSContext?
+  var connections: [UInt64: Connection] = [:]
+  /// Open sockets by id, for the wake-ups `send` and `close` leave in `outbound`.
+  var sockets: [UInt64: OpaquePointer] = [:]
+  private var nextID: UInt64 = 0
+  private var ran = false
+  let outbound: Mutex<Outbound>
+
+  /// What other threads hand the service thread.
+  struct Outbound: ~Copyable {
+    /// Nil once the context is being destroyed: nothing may wake it any more.
+    var context: WakeHandle?
+    var stopping = false
+    var live: Set<UInt64> = []
+    var queues: [UInt64: [String]] = [:]
+    var closing: Set<UInt64> = []
+    /// Sockets with something new to write or to close.
+    var wake: Set<UInt64> = []
+  }
+
+  init(socketPath: String, handlers: RelayServer.Handlers) {
+    self.socketPath = socketPath
+    self.handlers = handlers
+    outbound = Mutex(Outbound())
+  }
+
+  func attach(_ context: LWSContext) {
+    self.context = context
+    let pointer = context.pointer
+    outbound.withLock { $0.context = WakeHandle(context: pointer) }
+  }
+
+  // MARK: - Lifecycle
+
+  func run() {
+    guard !ran, let context else { return }
+    ran = true
+    while !outbound.withLock({ $0.stopping }) {
+      if lws_service(context.pointer, 0) < 0 { break }
+    }
+    shutdown()
+  }
+
+  func stop() {
+    outbound.withLock { state in
+      state.stopping = true
+      if let context = state.context { context.wake() }
+    }
+  }
+
+  /// Destroys the context on the calling thread; close callbacks run during it.
+  func shutdown() {
+    outbound.withLock { $0.context = nil }
+    let owner = context
+    context = nil
+    owner?.destroy()
+  }
+
+  // MARK: - Thread-safe requests
+
+  func send(_ text: String, to socket: UInt64) {
+    outbound.withLock { state in
+      guard state.live.contains(socket), !state.closing.contains(socket) else { return }
+      state.queues[socket, default: []].append(text)
+      state.wake.insert(socket)
+      if let context = state.context { context.wake() }
+    }
+  }
+
+  func close(_ socket: UInt64) {
+    outbound.withLock { state in
+      guard state.live.contains(socket) else { return }
+      state.closing.insert(socket)
+      state.wake.insert(socket)
+      if let context = state.context { context.wake() }
+    }
+  }
+
+  // MARK: - Events
+
+  func handle(
+    _ wsi: OpaquePointer, _ reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
+    input: UnsafeMutableRawPointer?, length: Int
+  ) -> Int32 {
+    switch reason {
+    case LWS_CALLBACK_HTTP:
+      return beginRequest(wsi)
+    case LWS_CALLBACK_HTTP_BODY:
+      appendBody(wsi, UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
+      return 0
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+      return finishBody(wsi)
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+      return writeResponseBody(wsi)
+    case LWS_CALLBACK_CLOSED_HTTP:
+      if let id = existingID(wsi), let connection = connections[id], connection.socket == nil {
+        handlers.log("http connection \(id) closed after \(connection.requests) requests")
+      }
+      return 0
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+      return filterUpgrade(wsi)
+    case LWS_CALLBACK_ESTABLISHED:
+      return socketEstablished(wsi)
+    case LWS_CALLBACK_RECEIVE:
+      return receive(wsi, UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+      return writeSocket(wsi)
+    case LWS_CALLBACK_CLOSED:
+      socketClosed(wsi)
+      return 0
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+      wakeSockets()
+      return 0
+    case LWS_CALLBACK_WSI_DESTROY:
+      if let id = existingID(wsi) {
+        socketClosed(wsi)
+        connections[id] = nil
+      }
+      return 0
+    default:
+      return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+  }
+
+  // MARK: - Connections
+
+  func existingID(_ wsi: OpaquePointer) -> UInt64? {
+    guard let raw = lws_get_opaque_user_data(wsi) else { return nil }
+    return UInt64(UInt(bitPattern: raw))
+  }
+
+  func connection(_ wsi: OpaquePointer) -> Connection {
+    if let id = existingID(wsi), let connection = connections[id] { return connection }
+    nextID += 1
+    lws_set_opaque_user_data(wsi, UnsafeMutableRawPointer(bitPattern: UInt(nextID)))
+    let connection = Connection(id: nextID)
+    connections[nextID] = connection
+    return connection
+  }
+}
+
+/// Wakes `lws_service` from another thread.
+// @unchecked: lws_cancel_service is documented as callable from any thread, and the
+// pointer is dropped (under the same Mutex) before the context is destroyed.
+struct WakeHandle: @unchecked Sendable {
+  let context: OpaquePointer
+
+  func wake() { lws_cancel_service(context) }
+}
+
+/// One TCP connection's state on the service thread.
+final class Connection {
+  let id: UInt64
+  var requests = 0
+  var exchange: Exchange?
+  var socket: SocketState?
+
+  init(id: UInt64) { self.id = id }
+}
+
+/// One HTTP request and, once answered, the response being written.
+struct Exchange {
+  var request: HTTPRequest
+  let started: ContinuousClock.Instant
+  /// The body is over the limit: its bytes are read and dropped, the answer is 413.
+  var tooLarge = false
+  /// Set once the handler answered: the body still to write and the status to log.
+  var response: [UInt8]?
+  var written = 0
+  var status = 0
+  /// Close the connection after the response instead of keeping it alive.
+  var closeAfter = false
+}
+
+/// One open WebSocket.
+struct SocketState {
+  let userID: Int64
+  var opened: ContinuousClock.Instant?
+  var incoming: [UInt8] = []
+  var reportedClosed = false
+}
+
+/// `12.3` for a duration in milliseconds.
+func milliseconds(since start: ContinuousClock.Instant) -> String {
+  let duration = start.duration(to: .now)
+  let tenths = duration.components.seconds * 10_000 + duration.components.attoseconds / 100_000_000_000_000
+  return "\(tenths / 10).\(tenths % 10)"
+}
