@@ -14,7 +14,11 @@ struct APIError: Error {
   }
   static let unauthorized = APIError(
     status: 401, code: "unauthorized", message: "send 'Authorization: Bearer <token>' with a token from 'chat-relay user add'")
+  static func forbidden(_ message: String) -> APIError { APIError(status: 403, code: "forbidden", message: message) }
   static func notFound(_ message: String) -> APIError { APIError(status: 404, code: "not_found", message: message) }
+  static func tooLarge(_ message: String, field: String?) -> APIError {
+    APIError(status: 413, code: "too_large", message: message, field: field)
+  }
   static func methodNotAllowed(_ allow: String) -> APIError {
     APIError(status: 405, code: "method_not_allowed", message: "use \(allow)", headers: [("Allow", allow)])
   }
@@ -63,31 +67,44 @@ public final class Faults: @unchecked Sendable {
     case throttle429 = "throttle-429"
     case duplicateEvent = "duplicate-event"
     case closeSocket = "close-socket"
+    /// Not a probability: every event waits this long (`delay-event=50ms`).
+    case delayEvent = "delay-event"
   }
 
   public let probabilities: [Kind: Double]
+  /// `delay-event`: how long each socket event waits before it is sent.
+  public let eventDelayMilliseconds: Int
   private var state: UInt64
 
   /// No faults.
   public convenience init() { self.init(probabilities: [:], seed: 1) }
 
-  public init(probabilities: [Kind: Double], seed: UInt64) {
+  public init(probabilities: [Kind: Double], seed: UInt64, eventDelayMilliseconds: Int = 0) {
     self.probabilities = probabilities
+    self.eventDelayMilliseconds = eventDelayMilliseconds
     self.state = seed == 0 ? 0x9E37_79B9_7F4A_7C15 : seed
   }
 
-  /// Parses `drop-response=0.2,error-503=0.1`; the error names the bad part.
+  /// Parses `drop-response=0.2,error-503=0.1,delay-event=50ms`; the error names the bad part.
   public static func parse(_ text: String, seed: UInt64) throws -> Faults {
     var probabilities: [Kind: Double] = [:]
+    var delay = 0
     for part in text.split(separator: ",") {
       let pair = part.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters(in: .whitespaces) }
       guard pair.count == 2, let kind = Kind(rawValue: pair[0]) else {
         throw FaultSpecError("unknown fault '\(part)'; known: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
       }
+      if kind == .delayEvent {
+        guard pair[1].hasSuffix("ms"), let ms = Int(pair[1].dropLast(2)), ms >= 0, ms <= 60_000 else {
+          throw FaultSpecError("'\(part)': a delay is 0ms to 60000ms")
+        }
+        delay = ms
+        continue
+      }
       guard let p = Double(pair[1]), p >= 0, p <= 1 else { throw FaultSpecError("'\(part)': a probability is from 0 to 1") }
       probabilities[kind] = p
     }
-    return Faults(probabilities: probabilities, seed: seed)
+    return Faults(probabilities: probabilities, seed: seed, eventDelayMilliseconds: delay)
   }
 
   /// Whether the fault happens this time.

@@ -25,6 +25,12 @@ public final class Relay: @unchecked Sendable {
   let pushWebhook: URL?
   /// The clock, in milliseconds since 1970 (tests move it).
   let now: @Sendable () -> Int64
+  /// How long idempotency records outlive their messages, in milliseconds.
+  let idempotencyWindow: Int64
+  /// When old idempotency records were last forgotten.
+  private var lastForget: Int64 = .min
+  /// How long a typing signal holds without a new one (clients hide it after this).
+  static let typingExpiresMilliseconds: Int64 = 5_000
   private weak var server: RelayServer?
   /// Open sockets and their users.
   private var sockets: [SocketID: Int64] = [:]
@@ -32,11 +38,12 @@ public final class Relay: @unchecked Sendable {
 
   /// Opens (or creates) the relay's database.
   public init(
-    databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil,
+    databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, idempotencyDays: Int = 7,
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
   ) throws {
     store = try RelayStore(path: databasePath)
     self.faults = faults
+    self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
     self.pushWebhook = pushWebhook
     self.now = now
   }
@@ -113,10 +120,12 @@ public final class Relay: @unchecked Sendable {
     guard body.requestId > 0 else { throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId") }
     guard body.toUserId > 0 else { throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId") }
     let bytes = body.content.utf8.count
-    guard bytes >= 1, bytes <= 65_536 else {
-      throw APIError.badRequest("field 'content': expected 1 to 65536 bytes of text, got \(bytes)", field: "content")
+    guard bytes >= 1 else { throw APIError.badRequest("field 'content': a message needs some text", field: "content") }
+    guard bytes <= RelayStore.maximumContentBytes else {
+      throw APIError.tooLarge("field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
     }
     let now = self.now()
+    forgetOldRequests(now: now)
     var createdAt = Timestamp.string(milliseconds: now)
     if let given = body.createdAt {
       guard let ms = Timestamp.milliseconds(from: given) else {
@@ -133,14 +142,21 @@ public final class Relay: @unchecked Sendable {
     return response
   }
 
+  /// Forgets idempotency records older than the window, at most once an hour.
+  private func forgetOldRequests(now: Int64) {
+    guard lastForget == .min || now - lastForget >= 3_600_000 else { return }
+    lastForget = now
+    _ = try? store.forgetRequests(before: MessageID.lowerBound(milliseconds: now - idempotencyWindow))
+  }
+
   /// Sends a new message to the recipient's sockets, or records a push notification.
   private func deliver(_ message: RelayMessage) {
     let event = Self.event("new_message", message.json)
     let targets = socketsOfUser[message.toUserId] ?? []
     if targets.isEmpty {
       let at = Timestamp.string(milliseconds: now())
-      try? store.recordPush(to: message.toUserId, messageId: message.messageId, at: at)
-      notifyWebhook(message)
+      let push = try? store.recordPush(to: message.toUserId, messageId: message.messageId, at: at)
+      notifyWebhook(message, unread: push?.unread ?? 0)
       return
     }
     for socket in targets {
@@ -149,7 +165,7 @@ public final class Relay: @unchecked Sendable {
     }
   }
 
-  private func notifyWebhook(_ message: RelayMessage) {
+  private func notifyWebhook(_ message: RelayMessage, unread: Int64) {
     guard let pushWebhook else { return }
     var request = URLRequest(url: pushWebhook)
     request.httpMethod = "POST"
@@ -157,6 +173,7 @@ public final class Relay: @unchecked Sendable {
     request.httpBody = Data(
       JSONValue.object([
         "toUserId": .int(message.toUserId), "messageId": .int(message.messageId), "fromUserId": .int(message.fromUserId),
+        "unread": .int(unread),
       ]).render(pretty: false).utf8)
     URLSession.shared.dataTask(with: request) { _, _, _ in }.resume()
   }
@@ -182,8 +199,9 @@ public final class Relay: @unchecked Sendable {
 
   func profile(_ text: String, for viewer: Int64) throws -> HTTPResponse {
     guard let id = StoreLocation.parseUserID(text) else { throw APIError.badRequest("'\(text)' is not a user id", field: "id") }
-    guard try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) else {
-      throw APIError.notFound("no user \(id) you exchange messages with")
+    guard let user = try store.user(id: id) else { throw APIError.notFound("no user \(id)") }
+    guard try store.canSee(viewer: viewer, user: id) else {
+      throw APIError.forbidden("user \(id) is not someone you exchange messages with")
     }
     return .json(200, user.json)
   }
@@ -227,6 +245,7 @@ public final class Relay: @unchecked Sendable {
       [
         "userId": .int(user), "online": .bool(online || !(socketsOfUser[user]?.isEmpty ?? true)),
         "lastSeenAt": lastSeen.map { .string($0) } ?? .null, "typing": .bool(typing),
+        "typingExpiresInMs": .int(typing ? Self.typingExpiresMilliseconds : 0),
       ])
     let contacts = target.map { [$0] } ?? ((try? store.contacts(of: user)) ?? [])
     for contact in contacts {
@@ -291,8 +310,18 @@ public final class Relay: @unchecked Sendable {
   }
 
   private func send(_ text: String, to socket: SocketID) {
-    server?.send(text, to: socket)
-    if faults.fire(.closeSocket) { server?.close(socket) }
+    let close = faults.fire(.closeSocket)
+    guard let server else { return }
+    // `send` and `close` are thread-safe: a delayed event is sent from a timer.
+    let deliver: @Sendable () -> Void = {
+      server.send(text, to: socket)
+      if close { server.close(socket, code: 1011) }
+    }
+    if faults.eventDelayMilliseconds > 0 {
+      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(faults.eventDelayMilliseconds), execute: deliver)
+    } else {
+      deliver()
+    }
   }
 
   static func event(_ type: String, _ payload: JSONValue) -> String {

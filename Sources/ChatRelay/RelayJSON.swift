@@ -34,8 +34,10 @@ extension StatusUpdate {
 }
 
 extension PushRecord {
-  /// `{id, toUserId, messageId, createdAt}`: ids only, never content.
+  /// `{id, toUserId, messageId, unread, createdAt}`: ids and the badge count, never content.
   public var json: JSONValue {
-    .object(["id": .int(id), "toUserId": .int(toUserId), "messageId": .int(messageId), "createdAt": .string(createdAt)])
+    .object([
+      "id": .int(id), "toUserId": .int(toUserId), "messageId": .int(messageId), "unread": .int(unread), "createdAt": .string(createdAt),
+    ])
   }
 }

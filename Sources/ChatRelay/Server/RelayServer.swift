@@ -88,7 +88,7 @@ public final class RelayServer: @unchecked Sendable {
   public func send(_ text: String, to socket: SocketID) { core.send(text, to: socket.raw) }
 
   /// Closes `socket` normally (1000) once the messages queued before are written.
-  public func close(_ socket: SocketID) { core.close(socket.raw) }
+  public func close(_ socket: SocketID, code: UInt16 = 1000) { core.close(socket.raw, code: code) }
 
   deinit { core.shutdown() }
 }

@@ -55,7 +55,7 @@ extension ServiceCore {
 
   private enum NextWrite: Sendable {
     case message(String, more: Bool)
-    case close
+    case close(UInt16)
     case nothing
   }
 
@@ -68,13 +68,13 @@ extension ServiceCore {
         // After the last message a closing socket needs one more turn to close.
         return .message(text, more: !queue.isEmpty || state.closing.contains(id))
       }
-      return state.closing.contains(id) ? .close : .nothing
+      return state.closing.contains(id) ? .close(state.closeCodes[id] ?? 1000) : .nothing
     }
     switch next {
     case .nothing:
       return 0
-    case .close:
-      lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
+    case .close(let code):
+      lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), nil, 0)
       return -1
     case .message(let text, let more):
       let pre = Int(chat_lws_pre)
@@ -100,6 +100,7 @@ extension ServiceCore {
       state.live.remove(id)
       state.queues[id] = nil
       state.closing.remove(id)
+      state.closeCodes[id] = nil
       state.wake.remove(id)
     }
     handlers.log("socket \(id) closed after \(milliseconds(since: opened))ms")

@@ -1,4 +1,5 @@
 import CWebSockets
+import Dispatch
 import Synchronization
 
 /// The server's state and its answers to libwebsockets events.
@@ -28,6 +29,8 @@ final class ServiceCore: @unchecked Sendable {
     var live: Set<UInt64> = []
     var queues: [UInt64: [String]] = [:]
     var closing: Set<UInt64> = []
+    /// The close code of a closing socket, when not 1000 (normal).
+    var closeCodes: [UInt64: UInt16] = [:]
     /// Sockets with something new to write or to close.
     var wake: Set<UInt64> = []
   }
@@ -50,6 +53,25 @@ final class ServiceCore: @unchecked Sendable {
     guard !ran, let context else { return }
     ran = true
     while !outbound.withLock({ $0.stopping }) {
+      if lws_service(context.pointer, 0) < 0 { return shutdown() }
+    }
+    // Stopping: every socket gets a close frame with 1001 "going away" before the
+    // context goes; a client that does not answer within a second is simply dropped.
+    let wake = outbound.withLock { state -> WakeHandle? in
+      for socket in state.live {
+        state.closing.insert(socket)
+        state.closeCodes[socket] = 1001
+        state.wake.insert(socket)
+      }
+      return state.context
+    }
+    // lws_service blocks until an event: the cancel now starts the close frames, the
+    // one after the deadline ends the wait for clients that never answer.
+    wake?.wake()
+    // Through `outbound`: once shutdown() has run the context is nil and nothing is woken.
+    DispatchQueue.global().asyncAfter(deadline: .now() + 1.05) { [self] in outbound.withLock { $0.context?.wake() } }
+    let deadline = ContinuousClock.now.advanced(by: .seconds(1))
+    while !outbound.withLock({ $0.live.isEmpty }) && ContinuousClock.now < deadline {
       if lws_service(context.pointer, 0) < 0 { break }
     }
     shutdown()
@@ -81,10 +103,11 @@ final class ServiceCore: @unchecked Sendable {
     }
   }
 
-  func close(_ socket: UInt64) {
+  func close(_ socket: UInt64, code: UInt16 = 1000) {
     outbound.withLock { state in
       guard state.live.contains(socket) else { return }
       state.closing.insert(socket)
+      if code != 1000 { state.closeCodes[socket] = code }
       state.wake.insert(socket)
       if let context = state.context { context.wake() }
     }

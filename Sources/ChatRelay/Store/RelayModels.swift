@@ -99,8 +99,11 @@ public struct PushRecord: Sendable, Hashable, Codable {
   public var messageId: Int64
   /// When it was recorded (the text the caller gave).
   public var createdAt: String
+  /// Messages waiting for the recipient when it was recorded (the badge count).
+  public var unread: Int64 = 0
 
-  public init(id: Int64, toUserId: Int64, messageId: Int64, createdAt: String) {
+  public init(id: Int64, toUserId: Int64, messageId: Int64, createdAt: String, unread: Int64 = 0) {
+    self.unread = unread
     self.id = id
     self.toUserId = toUserId
     self.messageId = messageId

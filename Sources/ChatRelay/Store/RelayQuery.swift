@@ -22,7 +22,11 @@ enum RelayQuery {
   static let statusUpdates =
     "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence"
   static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
-  static let pushesAfter = "SELECT id, to_user_id, message_id, created_at FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
+  static let pushesAfter = "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
+  static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ?"
+  /// Idempotency records of messages older than an id that are no longer on the relay.
+  static let forgetRequests =
+    "DELETE FROM RelayRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayRequests.message_id)"
 
   /// Every entry, with a name for reports.
   static let all: [(name: String, sql: String)] = [
@@ -30,6 +34,6 @@ enum RelayQuery {
     ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
     ("undelivered", undelivered), ("deleteDelivered", deleteDelivered), ("contactExists", contactExists),
     ("contactsOf", contactsOf), ("readMark", readMark), ("statusUpdates", statusUpdates),
-    ("dropStatusUpdates", dropStatusUpdates), ("pushesAfter", pushesAfter),
+    ("dropStatusUpdates", dropStatusUpdates), ("pushesAfter", pushesAfter), ("undeliveredCount", undeliveredCount),
   ]
 }

@@ -108,6 +108,7 @@ public enum RelaySchema {
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       to_user_id INTEGER NOT NULL,
       message_id INTEGER NOT NULL,
+      unread INTEGER NOT NULL DEFAULT 0,
       created_at TEXT NOT NULL
     );
 

@@ -178,8 +178,21 @@ extension RelayStore {
   public func recordPush(to user: Int64, messageId: Int64, at: String) throws -> PushRecord {
     try requireText(at, field: "at")
     return try writing("record a push for user \(user) in") { db in
-      try db.execute("INSERT INTO RelayPushes (to_user_id, message_id, created_at) VALUES (?, ?, ?)", [user, messageId, at])
-      return PushRecord(id: db.lastInsertRowID, toUserId: user, messageId: messageId, createdAt: at)
+      let unread = try db.int64(RelayQuery.undeliveredCount, [user]) ?? 0
+      try db.execute(
+        "INSERT INTO RelayPushes (to_user_id, message_id, created_at, unread) VALUES (?, ?, ?, ?)", [user, messageId, at, unread])
+      return PushRecord(id: db.lastInsertRowID, toUserId: user, messageId: messageId, createdAt: at, unread: unread)
+    }
+  }
+
+  /// Forgets the idempotency records of messages made before `messageID` (relay time,
+  /// see `MessageID.lowerBound`) that are no longer on the relay: a retry older than the
+  /// window gets a new message. Returns how many were forgotten.
+  @discardableResult
+  public func forgetRequests(before messageID: Int64) throws -> Int {
+    try writing("forget old idempotency records in") { db in
+      try db.execute(RelayQuery.forgetRequests, [messageID])
+      return db.changes
     }
   }
 
@@ -188,7 +201,7 @@ extension RelayStore {
     guard limit >= 1 else { throw StoreError(.badInput, "limit \(limit) must be at least 1", path: path) }
     return try reading("read the push records of") { db in
       try db.query(RelayQuery.pushesAfter, [after, limit]) {
-        PushRecord(id: $0.int64(0), toUserId: $0.int64(1), messageId: $0.int64(2), createdAt: $0.string(3))
+        PushRecord(id: $0.int64(0), toUserId: $0.int64(1), messageId: $0.int64(2), createdAt: $0.string(3), unread: $0.int64(4))
       }
     }
   }

@@ -65,6 +65,7 @@ async def main():
     expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 99, "content": "a"}), 404, "not_found")
     expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 1, "content": "a"}), 400, "bad_request")
     expect_error(http("GET", "/v1/messages?limit=0", token=ALICE), 400, "bad_request", "limit")
+    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 2, "content": "x" * 65537}), 413, "too_large", "content")
 
     async with websockets.connect(WS, extra_headers={"Authorization": f"Bearer {ALICE}"}) as alice, \
             websockets.connect(WS, extra_headers={"Authorization": f"Bearer {BOB}"}) as bob:
@@ -136,7 +137,8 @@ async def main():
         # Profiles: self and contacts only.
         status, _, profile = http("GET", "/v1/users/2", token=ALICE)
         assert status == 200 and profile["id"] == 2 and profile["name"] == "Bob" and "avatarUrl" in profile and "lastConnectedAt" in profile, profile
-        expect_error(http("GET", "/v1/users/3", token=ALICE), 404, "not_found")
+        expect_error(http("GET", "/v1/users/3", token=ALICE), 403, "forbidden")
+        expect_error(http("GET", "/v1/users/99", token=ALICE), 404, "not_found")
         status, _, listed = http("GET", "/v1/users?ids=1,2,3", token=ALICE)
         assert sorted(u["id"] for u in listed["users"]) == [1, 2], listed
 
