@@ -106,7 +106,9 @@ import FoundationNetworking
       #expect(try Self.fetch(session, ping).status == 200)
     }
     let connections = Self.connections(running)
-    #expect(connections.count == 1, "requests used \(connections)")
+    // Ten requests on one keep-alive connection. One more is tolerated: the server
+    // rightly closes a connection idle for 5 s, which a starved test process can cause.
+    #expect(connections.count <= 2, "requests used \(connections)")
   }
 
   /// Several clients at once send keep-alive POSTs of mixed sizes (up to the 1 MiB limit):
