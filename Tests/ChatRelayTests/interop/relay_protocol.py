@@ -41,7 +41,7 @@ def expect_error(result, status, code, field=None):
         assert body["error"].get("field") == field, body
 
 
-async def next_event(socket, kind, timeout=5):
+async def next_event(socket, kind, timeout=20):
     while True:
         event = json.loads(await asyncio.wait_for(socket.recv(), timeout))
         assert set(event) == {"type", "payload"}, event
@@ -157,4 +157,4 @@ async def main():
     print(json.dumps(facts))
 
 
-asyncio.run(asyncio.wait_for(main(), 60))
+asyncio.run(asyncio.wait_for(main(), 120))
