@@ -90,4 +90,24 @@ import Testing
       #expect(answer["status"] as? Int == 429 && answer["code"] as? String == "throttled" && answer["retryAfter"] as? String == "1")
     }
   }
+
+  @Test func badFramesCloseOnlyTheirSocketAndASlowClientStallsNobody() throws {
+    let folder = try Folder()
+    let (db, alice, bob) = try Self.users(folder)
+    let server = try Server(db: db)
+    defer { server.stop() }
+    let result = try Self.python(["sockets", String(server.port), alice, bob])
+    #expect(result.status == 0, "\(result.stderr)")
+  }
+
+  @Test func stoppingTheRelayClosesSocketsWithGoingAway() throws {
+    let folder = try Folder()
+    let (db, alice, _) = try Self.users(folder)
+    let server = try Server(db: db)
+    defer { server.stop() }
+    let result = try Self.python(["going-away", String(server.port), alice, String(server.process.processIdentifier)])
+    #expect(result.status == 0, "\(result.stderr)")
+    server.process.waitUntilExit()
+    #expect(server.process.terminationStatus == 0)
+  }
 }

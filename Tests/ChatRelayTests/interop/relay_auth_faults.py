@@ -9,6 +9,7 @@ import asyncio
 import http.client
 import json
 import sys
+import time
 
 import websockets
 
@@ -83,6 +84,71 @@ def drop(port, token, request_id, to):
     raise AssertionError("the response was not dropped")
 
 
+def sockets(port, alice, bob):
+    """Bad frames close only their socket; ping/pong; a normal close is 1000."""
+    import socket as raw
+    url = f"ws://127.0.0.1:{port}/v1/socket/updates"
+
+    async def main():
+        async with websockets.connect(url, extra_headers={"Authorization": f"Bearer {alice}"}) as a, \
+                websockets.connect(url, extra_headers={"Authorization": f"Bearer {bob}"}) as b:
+            pong = await a.ping()
+            await asyncio.wait_for(pong, 10)
+            await b.send(b"\x00\x01binary")           # a binary frame: that socket alone is closed, 1003
+            try:
+                while True:
+                    await asyncio.wait_for(b.recv(), 10)
+            except websockets.exceptions.ConnectionClosed:
+                pass
+            assert b.close_code == 1003, b.close_code
+            await a.send(json.dumps({"type": "nonsense", "payload": {}}))   # a's socket still works
+            event = json.loads(await asyncio.wait_for(a.recv(), 10))
+            while event["type"] != "error":
+                event = json.loads(await asyncio.wait_for(a.recv(), 10))
+            assert event["payload"]["code"] == "bad_request", event
+            await a.close()
+            assert a.close_code == 1000, a.close_code
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+    # A client dribbling its request head one byte at a time does not stall the others.
+    slow = raw.create_connection(("127.0.0.1", port), timeout=10)
+    head = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    for byte in head[:20]:
+        slow.send(bytes([byte]))
+        time.sleep(0.02)
+    started = time.monotonic()
+    status, _, body = call(port, "GET", "/v1/health")
+    fast = time.monotonic() - started
+    assert status == 200 and body["ok"] is True, body
+    for byte in head[20:]:
+        slow.send(bytes([byte]))
+    slow.send(b"\r\n")
+    answer = slow.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    slow.close()
+    assert fast < 5, f"the health check waited {fast:.1f} s behind the slow client"
+    print("ok")
+
+
+def going_away(port, token, pid):
+    """SIGTERM to the relay closes an open socket with 1001."""
+    import os
+    import signal
+
+    async def main():
+        async with websockets.connect(f"ws://127.0.0.1:{port}/v1/socket/updates",
+                                      extra_headers={"Authorization": f"Bearer {token}"}) as socket:
+            os.kill(pid, signal.SIGTERM)
+            try:
+                while True:
+                    await asyncio.wait_for(socket.recv(), 15)
+            except websockets.exceptions.ConnectionClosed:
+                pass
+            assert socket.close_code == 1001, socket.close_code
+    asyncio.run(asyncio.wait_for(main(), 30))
+    print("ok")
+
+
 command, port = sys.argv[1], int(sys.argv[2])
 if command == "auth":
     auth(port, sys.argv[3], sys.argv[4])
@@ -90,3 +156,7 @@ elif command == "post":
     post(port, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
 elif command == "drop":
     drop(port, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+elif command == "sockets":
+    sockets(port, sys.argv[3], sys.argv[4])
+elif command == "going-away":
+    going_away(port, sys.argv[3], int(sys.argv[4]))
