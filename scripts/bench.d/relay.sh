@@ -31,6 +31,11 @@ for ((user = 1; user <= 2 * pairs; user++)); do
   echo "$user $("$bin/chat-relay" user add --db "$db" --id "$user" --name "User $user" | tail -n 1)"
 done >"$data/tokens"
 
+relay_pid=""
+echo_pid=""
+# Never leave a server behind, whatever stops this script.
+trap '[ -n "$relay_pid" ] && kill "$relay_pid" 2>/dev/null; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; true' EXIT
+
 start_relay() {
   "$bin/chat-relay" serve --db "$db" --port 0 2>"$data/serve.log" &
   relay_pid=$!
@@ -52,6 +57,12 @@ start_relay
 pairs_json=$("$py" "$load" pairs "$port" "$data/tokens" "$pairs" "$seconds")
 kill -TERM "$relay_pid"; wait "$relay_pid" || true
 
+# The same pairs at the goal's rate, 5,000 messages/s in all (open loop): latency
+# without the queue a saturating closed loop builds.
+start_relay
+rate_json=$("$py" "$load" pairs "$port" "$data/tokens" "$pairs" "$seconds" 5000)
+kill -TERM "$relay_pid"; wait "$relay_pid" || true
+
 "$data/lws_echo" 0 >"$data/echo.out" &
 echo_pid=$!
 sleep 0.5
@@ -61,18 +72,21 @@ if [ -z "$echo_port" ]; then kill "$echo_pid"; "$data/lws_echo" 18977 >/dev/null
 echo_json=$("$py" "$load" echo "$echo_port" "$pairs" "$seconds")
 kill -TERM "$echo_pid"; wait "$echo_pid" || true
 
-"$py" - "$idle_json" "$pairs_json" "$echo_json" <<'PY'
+"$py" - "$idle_json" "$pairs_json" "$echo_json" "$rate_json" <<'PY'
 import json, sys
-idle, pairs, echo = (json.loads(a) for a in sys.argv[1:4])
+idle, pairs, echo, rated = (json.loads(a) for a in sys.argv[1:5])
 def row(*cells): print("   " + "  ".join(f"{c:<34}" if i == 0 else f"{c:>16}" for i, c in enumerate(cells)))
 ok = lambda good: "✔" if good else "✘"
 row("what", "chat-relay", "bare lws echo", "goal")
 row(f"idle sockets: memory per connection", f"{idle['kibPerSocket']:.1f} KiB", "", f"≤ 16 KiB {ok(idle['kibPerSocket'] <= 16)}")
 row(f"{pairs['pairs']} pairs: messages/s (POST→event)", f"{pairs['messagesPerSecond']:,.0f}", f"{echo['roundTripsPerSecond']:,.0f} round trips/s",
     f"≥ 5,000 {ok(pairs['messagesPerSecond'] >= 5000)}")
-row("latency p50 / p99", f"{pairs['p50Ms']} / {pairs['p99Ms']} ms", f"{echo['p50Ms']} / {echo['p99Ms']} ms", f"p99 ≤ 50 ms {ok(pairs['p99Ms'] <= 50)}")
+row("latency p50 / p99, saturated", f"{pairs['p50Ms']} / {pairs['p99Ms']} ms", f"{echo['p50Ms']} / {echo['p99Ms']} ms", "")
+row(f"latency p50 / p99 at {rated['messagesPerSecond']:,.0f}/s (open loop)", f"{rated['p50Ms']} / {rated['p99Ms']} ms", "",
+    f"p99 ≤ 50 ms {ok(rated['p99Ms'] <= 50)}")
 print(f"   idle: {idle['sockets']:,} sockets opened in {idle['openSeconds']} s, relay RSS {idle['rssBeforeKiB']:,} → {idle['rssAfterKiB']:,} KiB")
 print(f"   pairs: {pairs['posted']:,} posted, {pairs['received']:,} received, {pairs['errors']} errors in {pairs['seconds']} s; "
       f"generator CPU {pairs['generatorCpuSeconds']} s (echo: {echo['generatorCpuSeconds']} s): one Python process, so near "
       f"{pairs['seconds']:.0f} s of CPU means the generator, not the relay, is the limit")
 PY
+exit 0

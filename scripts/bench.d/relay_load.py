@@ -1,7 +1,9 @@
 """Load generator for scripts/bench.d/relay.sh: loopback only, bounded in count and time.
 
   relay_load.py idle  PORT TOKEN COUNT PID            open COUNT authenticated sockets, measure PID's RSS
-  relay_load.py pairs PORT TOKENS_FILE PAIRS SECONDS  POST -> new_message for PAIRS sender/recipient pairs
+  relay_load.py pairs PORT TOKENS_FILE PAIRS SECONDS [RATE]
+                                                     POST -> new_message for PAIRS sender/recipient pairs;
+                                                     closed loop, or RATE messages/s in all (open loop)
   relay_load.py echo  PORT SOCKETS SECONDS            round trips through a bare WebSocket echo server
 
 Prints one JSON object. Needs Debian's python3-websockets (run with /usr/bin/python3).
@@ -26,7 +28,7 @@ def rss_kib(pid):
 
 def percentile(values, p):
     if not values:
-        return None
+        return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * p))]
 
@@ -75,7 +77,7 @@ class KeepAlive:
         return int(status_line.split()[1])
 
 
-async def pairs(port, tokens_file, count, seconds):
+async def pairs(port, tokens_file, count, seconds, rate=None):
     tokens = {}
     with open(tokens_file) as f:
         for line in f:
@@ -109,14 +111,24 @@ async def pairs(port, tokens_file, count, seconds):
                 await socket.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": pending}}))
                 pending = []
 
+    # Request ids unique to this run: a later run on the same relay.db is not a replay.
+    base = int(time.time() * 1000) * 1000
+
     async def sender(pair, connection):
         request = 0
         errors = 0
+        interval = count / rate if rate else 0
+        next_send = time.monotonic() + (pair / count) * interval
         while time.monotonic() < deadline:
+            if interval:
+                delay = next_send - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                next_send += interval
             request += 1
             key = f"{pair}:{request}"
             sent_at[key] = time.monotonic()
-            status = await connection.post("/v1/messages", {"requestId": request, "toUserId": 2 * pair, "content": key})
+            status = await connection.post("/v1/messages", {"requestId": base + request, "toUserId": 2 * pair, "content": key})
             if status != 201:
                 errors += 1
         return request, errors
@@ -140,7 +152,7 @@ async def pairs(port, tokens_file, count, seconds):
     for socket in sockets:
         await socket.close()
     posted = sum(r[0] for r in results)
-    return {"pairs": count, "seconds": round(elapsed, 2), "posted": posted, "errors": sum(r[1] for r in results),
+    return {"pairs": count, "rate": rate, "seconds": round(elapsed, 2), "posted": posted, "errors": sum(r[1] for r in results),
             "received": received, "messagesPerSecond": round(received / (elapsed - 1), 1),
             "p50Ms": round(percentile(latencies, 0.5) * 1000, 2), "p99Ms": round(percentile(latencies, 0.99) * 1000, 2),
             "generatorCpuSeconds": round(time.process_time() - cpu, 2)}
@@ -175,7 +187,8 @@ def main():
     if mode == "idle":
         result = asyncio.run(asyncio.wait_for(idle(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])), 300))
     elif mode == "pairs":
-        result = asyncio.run(asyncio.wait_for(pairs(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5])), 300))
+        rate = float(sys.argv[6]) if len(sys.argv) > 6 else None
+        result = asyncio.run(asyncio.wait_for(pairs(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), rate), 300))
     else:
         result = asyncio.run(asyncio.wait_for(echo(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])), 300))
     print(json.dumps(result))
