@@ -18,7 +18,7 @@ import Testing
     let db = folder.path + "/relay.db"
     var tokens: [String] = []
     for (id, name) in [(1, "Alice"), (2, "Bob"), (3, "Carol")] {
-      let add = try boundedRelay(["user", "add", "--db", db, "--id", String(id), "--name", name])
+      let add = try relay(["user", "add", "--db", db, "--id", String(id), "--name", name])
       #expect(add.status == 0, "\(add.stderr)")
       tokens.append(String(add.stdout.split(separator: "\n").last ?? ""))
     }
@@ -80,11 +80,11 @@ import Testing
     #expect(afterAck["status"] as? Int == 201 && afterAck["replayed"] as? Bool == true && afterAck["messageId"] as? Int == id)
 
     // Bob is removed: Alice's retry still names the same message.
-    #expect(try boundedRelay(["user", "remove", "--db", db, "--id", "2"]).status == 0)
+    #expect(try relay(["user", "remove", "--db", db, "--id", "2"]).status == 0)
     let afterRemoval = try Self.post(second.port, alice, request: 41, to: 2)
     #expect(afterRemoval["status"] as? Int == 201 && afterRemoval["replayed"] as? Bool == true)
     #expect(afterRemoval["messageId"] as? Int == id)
-    #expect(try boundedRelay(["user", "remove", "--db", db, "--id", "2"]).status == 66, "removing twice: not found")
+    #expect(try relay(["user", "remove", "--db", db, "--id", "2"]).status == 66, "removing twice: not found")
   }
 
   /// 3. A client dribbling its request head one byte at a time stalls nobody.
@@ -167,13 +167,9 @@ import Testing
 
 // MARK: - Bounded child processes
 
-/// `chat-relay` with arguments, killed after 30 s.
-func boundedRelay(_ arguments: [String]) throws -> Output {
-  try runBounded(products.appendingPathComponent("chat-relay").path, arguments, seconds: 30)
-}
-
-/// Runs a program to its end like `run`, but SIGKILLs it after `seconds` (its status
-/// then says so): a hung child fails the test instead of hanging the suite.
+/// Runs a program to its end, reading both pipes before waiting, and SIGKILLs it after
+/// `seconds` (its stderr then says so): a hung child fails the test instead of hanging
+/// the suite.
 func runBounded(_ path: String, _ arguments: [String], seconds: Double) throws -> Output {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: path)
