@@ -211,7 +211,7 @@ def slow(port):
     status, _, body = call(port, "GET", "/v1/health")
     slow_done_first = finished.is_set()
     assert status == 200 and body == {"ok": True, "version": 1}, (status, body)
-    assert not slow_done_first, "the health check was answered only after the slow client had finished"
+    assert not slow_done_first, f"the health check was answered only after the slow client had finished: {result}"
     thread.join(TIMEOUT)
     assert finished.is_set(), "the slow client hung"
     assert "error" not in result, result
