@@ -92,28 +92,10 @@ func relay(_ arguments: [String]) throws -> Output {
   try run(products.appendingPathComponent("chat-relay").path, arguments)
 }
 
-/// Runs a program to its end, reading both pipes before waiting.
+/// Runs a program to its end, reading both pipes before waiting; a child still running
+/// after 120 s is killed (`runBounded`) so a hang fails the test instead of the suite.
 func run(_ path: String, _ arguments: [String]) throws -> Output {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: path)
-  process.arguments = arguments
-  let out = Pipe(), err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  process.standardInput = FileHandle.nullDevice
-  try process.run()
-  let errData = Box()
-  let group = DispatchGroup()
-  group.enter()
-  DispatchQueue.global().async {
-    errData.data = err.fileHandleForReading.readDataToEndOfFile()
-    group.leave()
-  }
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  group.wait()
-  process.waitUntilExit()
-  return Output(
-    status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData.data, as: UTF8.self))
+  try runBounded(path, arguments, seconds: 120)
 }
 
 /// Written by one reader thread and read after `group.wait()`, which orders the accesses.
@@ -142,16 +124,29 @@ final class Server {
     process.standardError = err
     process.standardOutput = FileHandle.nullDevice
     try process.run()
-    // The first stderr line is "listening on http://127.0.0.1:PORT (db)"; give up after 20 s.
-    let deadline = Date().addingTimeInterval(20)
-    var line = Data()
+    // The first stderr line is "listening on http://127.0.0.1:PORT (db)". It is read on
+    // another thread, which then keeps draining stderr so the relay never blocks on a full
+    // pipe; a relay silent for 20 s is killed (its EOF ends the reader) and reported.
+    let first = FirstLine()
     let handle = err.fileHandleForReading
-    while Date() < deadline, !line.contains(UInt8(ascii: "\n")) {
-      let chunk = handle.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
+    DispatchQueue.global().async {
+      var line = Data()
+      while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { break }
+        line.append(chunk)
+        if line.contains(UInt8(ascii: "\n")) { break }
+      }
+      first.text = String(decoding: line, as: UTF8.self)
+      first.ready.signal()
+      while !handle.availableData.isEmpty {}
     }
-    let text = String(decoding: line, as: UTF8.self)
+    if first.ready.wait(timeout: .now() + 20) == .timedOut {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      throw ServerError(message: "chat-relay printed no first line within 20 s")
+    }
+    let text = first.text
     guard let range = text.range(of: "127.0.0.1:"),
       let port = Int(text[range.upperBound...].prefix { $0.isNumber })
     else {
@@ -159,8 +154,6 @@ final class Server {
       throw ServerError(message: "chat-relay did not start: \(text)")
     }
     self.port = port
-    // Keep draining stderr so the relay never blocks on a full pipe.
-    DispatchQueue.global().async { while !handle.availableData.isEmpty {} }
   }
 
   /// SIGTERM, then the exit status (bounded: SIGKILL after 10 s).
@@ -175,6 +168,12 @@ final class Server {
     process.waitUntilExit()
     return process.terminationStatus
   }
+}
+
+/// Written by the reader thread before `ready` is signalled, read after the wait.
+final class FirstLine: @unchecked Sendable {
+  let ready = DispatchSemaphore(value: 0)
+  var text = ""
 }
 
 struct ServerError: Error, CustomStringConvertible {
