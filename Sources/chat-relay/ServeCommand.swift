@@ -23,6 +23,7 @@ enum ServeCommand: ParsableCommand {
     var faultsSeed: UInt64
     var pushWebhook: URL?
     var idempotencyDays: Int
+    var pingSeconds: Int
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
       host = o.option("--host", valueName: "address", help: "The address to listen on (default 127.0.0.1).", parse: Parse.path) ?? "127.0.0.1"
@@ -40,6 +41,11 @@ enum ServeCommand: ParsableCommand {
         o.option(
           "--idempotency-days", valueName: "n", help: "How long a request id keeps naming its message after delivery (default 7).",
           parse: Parse.count(from: 1, to: 3650)) ?? 7
+      pingSeconds =
+        o.option(
+          "--ping-seconds", valueName: "n",
+          help: "Ping a socket idle this long; close one silent for twice it (its user goes offline) (default 30).",
+          parse: Parse.count(from: 1, to: 3600)) ?? 30
     }
   }
 
@@ -48,7 +54,8 @@ enum ServeCommand: ParsableCommand {
     let relay = try Relay(
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook, idempotencyDays: options.idempotencyDays)
     let log = context.stderr
-    let server = try RelayServer(host: options.host, port: options.port, handlers: relay.handlers(log: { log.writeLine($0) }))
+    let server = try RelayServer(
+      host: options.host, port: options.port, pingSeconds: options.pingSeconds, handlers: relay.handlers(log: { log.writeLine($0) }))
     relay.attach(server)
     // Signals end the service loop from a dispatch queue; the loop runs on this thread.
     var sources: [DispatchSourceSignal] = []

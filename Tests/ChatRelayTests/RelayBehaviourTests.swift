@@ -163,6 +163,24 @@ import Testing
       #expect(fresh["status"] as? Int == 201 && fresh["replayed"] as? Bool == false, "\(fresh)")
     }
   }
+
+  /// Presence follows half-open connections: a socket whose pings go unanswered is
+  /// closed after twice `--ping-seconds` and its user announced offline to contacts.
+  @Test func aSilentSocketIsClosedAndItsUserAnnouncedOffline() throws {
+    let folder = try Folder()
+    let db = folder.path + "/relay.db"
+    var tokens: [String] = []
+    for (id, name) in [(1, "Alice"), (2, "Bob")] {
+      let add = try relay(["user", "add", "--db", db, "--id", String(id), "--name", name])
+      #expect(add.status == 0, "\(add.stderr)")
+      tokens.append(String(add.stdout.split(separator: "\n").last ?? ""))
+    }
+    let server = try Server(db: db, extra: ["--ping-seconds", "1"])
+    defer { server.stop() }
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("interop/relay_presence.py").path
+    let result = try ChatRelayTests.run("/usr/bin/python3", [script, String(server.port)] + tokens)
+    #expect(result.status == 0, "\(result.stderr)")
+  }
 }
 
 // MARK: - Bounded child processes
@@ -223,4 +241,5 @@ final class Watchdog: @unchecked Sendable {
     defer { lock.unlock() }
     armed = false
   }
+
 }

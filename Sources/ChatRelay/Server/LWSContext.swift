@@ -20,7 +20,7 @@ final class LWSContext {
   /// Creates the context and its one vhost listening on `host:port` (0 picks a free port).
   ///
   /// `user` is returned by `lws_context_user` in ``relayServiceCallback``.
-  init(host: String, port: Int, user: UnsafeMutableRawPointer) throws(RelayServerError) {
+  init(host: String, port: Int, user: UnsafeMutableRawPointer, pingSeconds: Int = 30) throws(RelayServerError) {
     // Errors only: lws logs every connection at NOTICE by default.
     lws_set_log_level(Int32(LLL_ERR), nil)
 
@@ -33,11 +33,12 @@ final class LWSContext {
     protocols[0].per_session_data_size = 0
     protocols[0].rx_buffer_size = 64 * 1024
 
-    // Ping a socket idle for 30 s, hang up one silent for 60 s.
+    // Ping a socket idle for `pingSeconds`, hang up one silent for twice that: a
+    // half-open TCP connection (a client gone without a FIN) ends, and so does its presence.
     pingPolicy = .allocate(capacity: 1)
     pingPolicy.initialize(to: lws_retry_bo_t())
-    pingPolicy.pointee.secs_since_valid_ping = 30
-    pingPolicy.pointee.secs_since_valid_hangup = 60
+    pingPolicy.pointee.secs_since_valid_ping = UInt16(clamping: pingSeconds)
+    pingPolicy.pointee.secs_since_valid_hangup = UInt16(clamping: 2 * pingSeconds)
 
     var info = lws_context_creation_info()
     info.port = Int32(port)
