@@ -34,7 +34,7 @@ done >"$data/tokens"
 relay_pid=""
 echo_pid=""
 # Never leave a server behind, whatever stops this script.
-trap '[ -n "$relay_pid" ] && kill "$relay_pid" 2>/dev/null; [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null; true' EXIT
+trap 'kill $relay_pid $echo_pid 2>/dev/null || true' EXIT
 
 start_relay() {
   "$bin/chat-relay" serve --db "$db" --port 0 2>"$data/serve.log" &
@@ -89,4 +89,3 @@ print(f"   pairs: {pairs['posted']:,} posted, {pairs['received']:,} received, {p
       f"generator CPU {pairs['generatorCpuSeconds']} s (echo: {echo['generatorCpuSeconds']} s): one Python process, so near "
       f"{pairs['seconds']:.0f} s of CPU means the generator, not the relay, is the limit")
 PY
-exit 0
