@@ -58,19 +58,22 @@ enum UserListCommand: ParsableCommand {
   }
 }
 
+/// `--db` and `--id`: the options of the commands that act on one user.
+struct UserIDOptions: ParsableOptions {
+  var database: RelayDatabase
+  var id: Int64
+  init(_ o: inout OptionReader) {
+    database = RelayDatabase(&o)
+    id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
+  }
+}
+
 /// `chat-relay user remove`.
 enum UserRemoveCommand: ParsableCommand {
   static let name = "remove"
   static let abstract = "Remove a user and their tokens."
 
-  struct Options: ParsableOptions {
-    var database: RelayDatabase
-    var id: Int64
-    init(_ o: inout OptionReader) {
-      database = RelayDatabase(&o)
-      id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
-    }
-  }
+  typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     try RelayStore(path: options.database.path).removeUser(id: options.id)
@@ -83,14 +86,7 @@ enum UserTokenCommand: ParsableCommand {
   static let name = "token"
   static let abstract = "Give a user a new token (the old one stops working); prints it as the last line."
 
-  struct Options: ParsableOptions {
-    var database: RelayDatabase
-    var id: Int64
-    init(_ o: inout OptionReader) {
-      database = RelayDatabase(&o)
-      id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
-    }
-  }
+  typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let token = try RelayStore(path: options.database.path).rotateToken(id: options.id)
