@@ -9,6 +9,15 @@ struct RelayDatabase: Sendable {
     path = o.option("--db", valueName: "path", help: "The relay's database file (created when missing).", required: true, parse: Parse.path) ?? ""
   }
 
+  /// The relay's store, which must exist already: commands that only read or change
+  /// users never create an empty relay.db by mistake.
+  func existing() throws -> RelayStore {
+    guard FileSystem.exists(path) else {
+      throw StoreError(.notFound, "\(path): no such relay database ('chat-relay user add' or 'serve' creates it)", path: path)
+    }
+    return try RelayStore(path: path)
+  }
+
   /// The one-file report every relay command gives.
   func report(_ context: CommandContext, json: JSONValue, text: String, totals: [String: Int64] = [:]) {
     context.report([FileReport(target: FileTarget(path: path, userID: nil), outcome: .success(FileResult(json: json, text: text, totals: totals)))])

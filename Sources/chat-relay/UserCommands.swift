@@ -47,7 +47,7 @@ enum UserListCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let users = try RelayStore(path: options.database.path).users()
+    let users = try options.database.existing().users()
     let table = Table(
       columns: [.init("ID", alignment: .right), .init("NAME"), .init("AVATAR"), .init("LAST CONNECTED")],
       rows: users.map { [String($0.id), $0.name, $0.avatarURL ?? "", $0.lastConnectedAt ?? "never"] }
@@ -76,7 +76,7 @@ enum UserRemoveCommand: ParsableCommand {
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    try RelayStore(path: options.database.path).removeUser(id: options.id)
+    try options.database.existing().removeUser(id: options.id)
     options.database.report(context, json: .object(["userId": .int(options.id), "removed": true]), text: "Removed user \(options.id)")
   }
 }
@@ -89,7 +89,7 @@ enum UserTokenCommand: ParsableCommand {
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let token = try RelayStore(path: options.database.path).rotateToken(id: options.id)
+    let token = try options.database.existing().rotateToken(id: options.id)
     options.database.report(
       context, json: .object(["userId": .int(options.id), "token": .string(token)]),
       text: "New token for user \(options.id) (shown once; the old one no longer works):\n\(token)")
@@ -111,7 +111,7 @@ enum PushListCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let pushes = try RelayStore(path: options.database.path).pushes(limit: options.limit)
+    let pushes = try options.database.existing().pushes(limit: options.limit)
     let table = Table(
       columns: [.init("ID", alignment: .right), .init("TO", alignment: .right), .init("MESSAGE", alignment: .right), .init("AT")],
       rows: pushes.map { [String($0.id), String($0.toUserId), String($0.messageId), $0.createdAt] }

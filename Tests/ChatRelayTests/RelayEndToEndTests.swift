@@ -59,6 +59,14 @@ import Testing
     for token in tokens { #expect(bytes.range(of: Data(token.utf8)) == nil) }
   }
 
+  @Test(arguments: [["user", "list"], ["push", "list"], ["user", "remove", "--id", "1"], ["user", "token", "--id", "1"]])
+  func commandsThatOnlyReadOrChangeUsersNeverCreateTheFile(_ command: [String]) throws {
+    let folder = try Folder()
+    let run = try relay(command + ["--db", folder.path + "/missing.db"])
+    #expect(run.status == 66, "\(command): \(run.stderr)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+  }
+
   @Test(arguments: [
     ["serve", "--db", "x.db", "--port", "70000"], ["serve", "--db", "x.db", "--faults", "nonsense=1"],
     ["user", "add", "--db", "x.db", "--id", "0", "--name", "A"], ["user", "add", "--db", "x.db", "--id", "1"],
