@@ -4,12 +4,14 @@
 # of POST /v1/messages -> `new_message` on the recipient's socket.
 #
 #   scripts/bench.d/relay.sh [--bin DIR] [--work DIR] [--connections N] [--pairs P]
-#                            [--seconds S] [--workers K]
+#                            [--seconds S] [--workers K] [--perf]
 #
 # Defaults: 10,000 idle sockets, 100 sender/recipient pairs, 10 s measured (after 1 s of
 # warm-up). --bin: a folder holding a release chat-relay (default: builds one, as
 # scripts/bench does, honouring BENCH_SCRATCH_PATH); --work: scratch space (default
 # bench-data, recreated as WORK/relay). --workers: generator processes (default 1).
+# --perf: also profiles the relay during the pairs run (perf record -g; the top symbols
+# are printed, the whole report is left in WORK/relay/perf.txt).
 # The load generator is scripts/bench.d/relay_load.py (Debian's /usr/bin/python3 with
 # python3-websockets); the echo server is scripts/bench.d/lws_echo.c (built with gcc).
 set -euo pipefail
@@ -23,6 +25,7 @@ connections=10000
 pairs=100
 seconds=10
 workers=1
+profile=0
 number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "Error: '$1' takes a whole number from 1" >&2; exit 64; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,7 +35,8 @@ while [ $# -gt 0 ]; do
     --pairs) number "$1" "$2"; pairs=$2; shift 2 ;;
     --seconds) number "$1" "$2"; seconds=$2; shift 2 ;;
     --workers) number "$1" "$2"; workers=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --perf) profile=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "Error: Unexpected argument '$1'" >&2; exit 64 ;;
   esac
 done
@@ -113,8 +117,20 @@ printf '   load average at start: %s (%s cores; figures are only comparable on a
 start_server "$d/relay.err" "$bin/chat-relay" serve --db "$d/relay.db" --port 0
 load idle --url "http://127.0.0.1:$port" --pid "$server_pid" --tokens "$d/tokens.json" --count "$connections" >"$d/relay-idle.json"
 sleep 2 # the relay closes the idle sockets
+perf_pid=""
+if [ "$profile" = 1 ]; then
+  perf record -q -F 499 -g -p "$server_pid" -o "$d/perf.data" -- sleep "$((seconds + 1))" 2>"$d/perf.err" &
+  perf_pid=$!
+fi
 load pairs --url "http://127.0.0.1:$port" --pid "$server_pid" --tokens "$d/tokens.json" --pairs "$pairs" \
   --seconds "$seconds" --workers "$workers" >"$d/relay-pairs.json"
+if [ -n "$perf_pid" ]; then
+  wait "$perf_pid" || true
+  report() { perf report -i "$d/perf.data" -g none --percent-limit 0.5 --stdio "$@" 2>/dev/null | grep -E '^ +[0-9.]+%' || true; }
+  { echo "# self time by library"; report --no-children --sort dso
+    echo "# chat-relay's own functions, with what they call (inclusive)"; report --children --dsos chat-relay --sort symbol
+    echo "# self time by symbol"; report --no-children --sort dso,symbol; } >"$d/perf.txt"
+fi
 stop_server
 
 start_server "$d/echo.err" "$d/lws_echo" --port 0
@@ -126,3 +142,11 @@ stop_server
 
 echo "   section took $(($(date +%s) - started)) s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 $py "$here/relay_table.py" "$d"
+if [ "$profile" = 1 ]; then
+  echo "   chat-relay's CPU during the pairs run (perf; all of it in $d/perf.txt): self time by library,"
+  sed -n '/^# self time by library/,/^# chat-relay/p' "$d/perf.txt" | grep -v '^#' | head -n 8 |
+    awk '{ printf "     %7s  %s\n", $1, $2 }'
+  echo "   and the relay's own functions, inclusive of what they call:"
+  sed -n '/^# chat-relay/,/^# self time by symbol/p' "$d/perf.txt" | grep -v '^#' | head -n 14 |
+    awk '{ printf "     %7s  %s\n", $1, $4 }' | { swift demangle --simplified 2>/dev/null || cat; } | cut -c1-150
+fi

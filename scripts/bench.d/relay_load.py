@@ -19,7 +19,8 @@ pairs: FILE's first P tokens send, the next P receive: each recipient holds one 
 echo: P WebSockets (python3-websockets) to a WebSocket echo server, each sending a frame
   and waiting for it to come back, for S seconds after W seconds of warm-up.
 pairs and echo also report the CPU time of process PID and of the generator itself over
-the measured window, to show which side saturates. With --workers K the clients are
+the measured window, to show which side saturates, and the time each spent runnable but
+waiting for a core (from /proc/*/schedstat: other load on the machine shows there). With --workers K the clients are
 split over K processes.
 
 Runs with Debian's /usr/bin/python3 (python3-websockets 10.4).
@@ -46,6 +47,18 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def runqueue_wait(pid):
+    """Seconds the threads of process PID spent runnable but waiting for a core (schedstat)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except OSError:
+            pass
+    return total / 1e9
 
 
 def own_cpu():
@@ -136,7 +149,8 @@ async def sender(host, port, token, to_user, window, state, padding):
     reader, writer = await asyncio.open_connection(host, port)
     head_prefix = (f"POST /v1/messages HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
                    "Content-Type: application/json\r\nContent-Length: ").encode()
-    request_id = 0
+    # Unique per sender across runs against the same relay.db (a reused one would be 409 conflict).
+    request_id = time.time_ns() // 1000
     await state["go"].wait()
     while time.monotonic() < window.end:
         request_id += 1
@@ -225,9 +239,9 @@ async def worker_main(mode, args, slice_, ready, go_time):
     await asyncio.sleep(max(0, start - time.monotonic()))
     state["go"].set()
     await asyncio.sleep(max(0, window.begin - time.monotonic()))
-    cpu0 = own_cpu()
+    cpu0, wait0 = own_cpu(), runqueue_wait(os.getpid())
     await asyncio.sleep(max(0, window.end - time.monotonic()))
-    cpu1 = own_cpu()
+    cpu1, wait1 = own_cpu(), runqueue_wait(os.getpid())
     await asyncio.gather(*senders)
     if mode == "pairs":
         # Drain: every answered POST should reach its recipient.
@@ -239,6 +253,7 @@ async def worker_main(mode, args, slice_, ready, go_time):
     await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
     del state["go"]
     state["cpu"] = cpu1 - cpu0
+    state["wait"] = wait1 - wait0
     return state
 
 
@@ -267,9 +282,9 @@ def run_workers(mode, args, clients):
         g.put(start)
     window = Window(start, args.warmup, args.seconds)
     time.sleep(max(0, window.begin - time.monotonic()))
-    server0 = cpu_seconds(args.pid)
+    server0, swait0 = cpu_seconds(args.pid), runqueue_wait(args.pid)
     time.sleep(max(0, window.end - time.monotonic()))
-    server1 = cpu_seconds(args.pid)
+    server1, swait1 = cpu_seconds(args.pid), runqueue_wait(args.pid)
     results = [out.get(timeout=args.seconds + args.drain + 120) for _ in procs]
     for p in procs:
         p.join()
@@ -290,6 +305,9 @@ def run_workers(mode, args, clients):
         "serverCores": round((server1 - server0) / args.seconds, 3),
         "generatorCpuSeconds": round(total("cpu"), 3),
         "generatorCores": round(total("cpu") / args.seconds, 3),
+        # Time runnable but waiting for a core: high when something else competes for the CPU.
+        "serverRunqueueWaitSeconds": round(swait1 - swait0, 3),
+        "generatorRunqueueWaitSeconds": round(total("wait"), 3),
         "machineCores": os.cpu_count(),
     }
     if mode == "pairs":

@@ -40,12 +40,16 @@ row("  POST answered, p50 / p99", f"{ms(rp['postP50Ms'])} / {ms(rp['postP99Ms'])
 row("  server cores busy", f"{rp['serverCores']:.2f}", f"{ee['serverCores']:.2f}", "")
 row(f"  generator cores busy ({rp['workers']} process{'es' if rp['workers'] > 1 else ''})",
     f"{rp['generatorCores']:.2f}", f"{ee['generatorCores']:.2f}", "")
+row("  runnable, waiting for a core: server / generator",
+    f"{rp['serverRunqueueWaitSeconds']:.2f} / {rp['generatorRunqueueWaitSeconds']:.2f} s",
+    f"{ee['serverRunqueueWaitSeconds']:.2f} / {ee['generatorRunqueueWaitSeconds']:.2f} s", "")
 
 head = ("what", "chat-relay", "lws echo", "ratio", "goal", "")
 widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
 for r in [head] + rows:
     print("   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
 
+print("   (server and generator cores busy are CPU seconds over the measured window, all threads.)")
 print(f"   Idle: authenticated sockets over {ri['users']} users, RSS of the server process (after - before) / sockets.")
 print(f"   Pairs: {rp['clients']} keep-alive HTTP/1.1 senders, one POST in flight each, {rp['seconds']:g} s after "
       f"{rp['warmup']:g} s of warm-up; latency from the POST to the recipient's new_message.")
@@ -57,6 +61,9 @@ for name, r in (("chat-relay", rp), ("lws echo", ee)):
         side = "the generator saturates (it is at its cores' limit): the server's figure is a lower bound"
     elif total >= 0.9 * r["machineCores"]:
         side = f"the machine's {r['machineCores']} cores are saturated (server + generator = {total:.2f})"
+    elif r["serverRunqueueWaitSeconds"] >= 0.1 * r["seconds"]:
+        side = (f"the server waited {r['serverRunqueueWaitSeconds']:.1f} s of {r['seconds']:g} s for a core: "
+                "CPU contention (the generator, or other load on the machine) limits it")
     elif r["serverCores"] >= 0.9:
         side = "the server saturates its service thread"
     else:
