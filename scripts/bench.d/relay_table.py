@@ -40,6 +40,12 @@ row("  POST answered, p50 / p99", f"{ms(rp['postP50Ms'])} / {ms(rp['postP99Ms'])
 row("  server cores busy", f"{rp['serverCores']:.2f}", f"{ee['serverCores']:.2f}", "")
 row(f"  generator cores busy ({rp['workers']} process{'es' if rp['workers'] > 1 else ''})",
     f"{rp['generatorCores']:.2f}", f"{ee['generatorCores']:.2f}", "")
+per = lambda r: r["serverCpuSeconds"] / (r["perSecond"] * r["seconds"]) * 1e6 if r["perSecond"] else None
+rpm, epm = per(rp), per(ee)
+row("  server CPU per message (echo: per round trip)", f"{rpm:,.0f} µs" if rpm else "-", f"{epm:,.0f} µs" if epm else "-",
+    ratio(rpm, epm))
+row("  => messages/s if the server had one core to itself", f"{1e6 / rpm:,.0f}" if rpm else "-",
+    f"{1e6 / epm:,.0f}" if epm else "-", "")
 row("  runnable, waiting for a core: server / generator",
     f"{rp['serverRunqueueWaitSeconds']:.2f} / {rp['generatorRunqueueWaitSeconds']:.2f} s",
     f"{ee['serverRunqueueWaitSeconds']:.2f} / {ee['generatorRunqueueWaitSeconds']:.2f} s", "")
@@ -64,8 +70,9 @@ for name, r in (("chat-relay", rp), ("lws echo", ee)):
     elif r["serverRunqueueWaitSeconds"] >= 0.1 * r["seconds"]:
         side = (f"the server waited {r['serverRunqueueWaitSeconds']:.1f} s of {r['seconds']:g} s for a core: "
                 "CPU contention (the generator, or other load on the machine) limits it")
-    elif r["serverCores"] >= 0.9:
-        side = "the server saturates its service thread"
+    elif r["serverCores"] >= 0.8:
+        side = (f"the server is CPU-bound ({r['serverCores']:.2f} of a core; one service thread does the work): "
+                f"{per(r):,.0f} µs of CPU per message")
     else:
         side = "neither side is at a core's limit: latency-bound (one request in flight per client)"
     print(f"   {name}: {side}.")
