@@ -1,91 +1,152 @@
 #!/usr/bin/env bash
-# The relay section of scripts/bench (issue 10), runnable alone:
-#   scripts/bench.d/relay.sh [BIN_DIR] [DATA_DIR]
-# Idle sockets (memory per connection) and 100 sender/recipient pairs (POST ->
-# new_message throughput and latency) against chat-relay, beside a bare libwebsockets
-# echo server as the transport's own limit. Loopback only; every run is bounded.
+# The relay under load on loopback, beside a bare libwebsockets echo server (the transport's
+# own limit): memory per idle authenticated socket, and end-to-end throughput and latency
+# of POST /v1/messages -> `new_message` on the recipient's socket.
+#
+#   scripts/bench.d/relay.sh [--bin DIR] [--work DIR] [--connections N] [--pairs P]
+#                            [--seconds S] [--workers K] [--perf]
+#
+# Defaults: 10,000 idle sockets, 100 sender/recipient pairs, 10 s measured (after 1 s of
+# warm-up). --bin: a folder holding a release chat-relay (default: builds one, as
+# scripts/bench does, honouring BENCH_SCRATCH_PATH); --work: scratch space (default
+# bench-data, recreated as WORK/relay). --workers: generator processes (default 1).
+# --perf: also profiles the relay during the pairs run (perf record -g; the top symbols
+# are printed, the whole report is left in WORK/relay/perf.txt).
+# The load generator is scripts/bench.d/relay_load.py (Debian's /usr/bin/python3 with
+# python3-websockets); the echo server is scripts/bench.d/lws_echo.c (built with gcc).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../.."
 source scripts/lib.sh
+
+bin=""
+work=bench-data
+connections=10000
+pairs=100
+seconds=10
+workers=1
+profile=0
+number() { [[ $2 =~ ^[1-9][0-9]*$ ]] || { echo "Error: '$1' takes a whole number from 1" >&2; exit 64; }; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --connections) number "$1" "$2"; connections=$2; shift 2 ;;
+    --pairs) number "$1" "$2"; pairs=$2; shift 2 ;;
+    --seconds) number "$1" "$2"; seconds=$2; shift 2 ;;
+    --workers) number "$1" "$2"; workers=$2; shift 2 ;;
+    --perf) profile=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "Error: Unexpected argument '$1'" >&2; exit 64 ;;
+  esac
+done
+
 ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" gcc
-
-bin=${1:-}
-if [ -z "$bin" ]; then
-  swift build -c release --product chat-relay 2>&1 | tail -n 1
-  bin=$(swift build -c release --show-bin-path)
-fi
-data=${2:-bench-data}/relay
-idle=${RELAY_IDLE:-10000}
-pairs=${RELAY_PAIRS:-100}
-seconds=${RELAY_SECONDS:-10}
-rm -rf "$data" && mkdir -p "$data"
-ulimit -n "$(ulimit -Hn)"
 py=/usr/bin/python3
-load=scripts/bench.d/relay_load.py
+if [ -z "$bin" ]; then
+  scratch=()
+  [ -n "${BENCH_SCRATCH_PATH:-}" ] && scratch=(--scratch-path "$BENCH_SCRATCH_PATH")
+  echo "   building chat-relay (release)"
+  swift build -c release "${scratch[@]}" --product chat-relay 2>&1 | tail -n 1 | sed 's/^/   /'
+  bin=$(swift build -c release "${scratch[@]}" --show-bin-path)
+fi
+[ -x "$bin/chat-relay" ] || { echo "Error: no chat-relay in $bin" >&2; exit 1; }
 
-gcc -O2 -o "$data/lws_echo" scripts/bench.d/lws_echo.c $(pkg-config --cflags --libs libwebsockets)
+# Both sides hold one descriptor per socket: raise the limit (root can go past the hard
+# limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to the hard limit).
+want=$((connections + 1024))
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
+ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
+  echo "Error: open files limited to $(ulimit -n), $want needed for $connections sockets (use --connections)" >&2
+  exit 1
+fi
 
-# Users 1..2×pairs, their tokens in a file for the generator.
-db="$data/relay.db"
-for ((user = 1; user <= 2 * pairs; user++)); do
-  echo "$user $("$bin/chat-relay" user add --db "$db" --id "$user" --name "User $user" | tail -n 1)"
-done >"$data/tokens"
+d="$work/relay"
+rm -rf "$d" && mkdir -p "$d"
+cc -O2 -Wall -o "$d/lws_echo" "$here/lws_echo.c" $(pkg-config --cflags --libs libwebsockets)
 
-relay_pid=""
-echo_pid=""
-# Never leave a server behind, whatever stops this script.
-trap 'kill $relay_pid $echo_pid 2>/dev/null || true' EXIT
+# 2 x pairs users (senders 1..P, recipients P+1..2P); the idle sockets are spread over them.
+users=$((2 * pairs))
+for i in $(seq 1 "$users"); do
+  "$bin/chat-relay" user add --db "$d/relay.db" --id "$i" --name "User $i" --json
+done | $py -c '
+import json, sys
+text, decoder, out, i = sys.stdin.read(), json.JSONDecoder(), [], 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    envelope, i = decoder.raw_decode(text, i)
+    out.append(envelope["files"][0]["result"])
+json.dump(out, open(sys.argv[1], "w"))
+' "$d/tokens.json"
 
-start_relay() {
-  "$bin/chat-relay" serve --db "$db" --port 0 2>"$data/serve.log" &
-  relay_pid=$!
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+trap stop_server EXIT
+# start_server LOG COMMAND...: starts it in the background, waits for its "listening on" line; sets server_pid, port.
+start_server() {
+  local log=$1
+  shift
+  "$@" 2>"$log" >/dev/null &
+  server_pid=$!
   for _ in $(seq 100); do
-    port=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$data/serve.log")
+    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | head -n 1 | sed 's/.*://') || true
     [ -n "$port" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
   done
-  echo "chat-relay did not start" >&2
+  echo "Error: '$*' did not start listening:" >&2
+  tail -n 5 "$log" >&2
   exit 1
 }
+load() { $py "$here/relay_load.py" "$@"; }
 
-start_relay
-token=$(head -n 1 "$data/tokens" | cut -d' ' -f2)
-idle_json=$("$py" "$load" idle "$port" "$token" "$idle" "$relay_pid")
-kill -TERM "$relay_pid"; wait "$relay_pid" || true
+started=$(date +%s)
+printf '   load average at start: %s (%s cores; figures are only comparable on an idle machine)\n' \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
 
-start_relay
-pairs_json=$("$py" "$load" pairs "$port" "$data/tokens" "$pairs" "$seconds")
-kill -TERM "$relay_pid"; wait "$relay_pid" || true
+start_server "$d/relay.err" "$bin/chat-relay" serve --db "$d/relay.db" --port 0
+load idle --url "http://127.0.0.1:$port" --pid "$server_pid" --tokens "$d/tokens.json" --count "$connections" >"$d/relay-idle.json"
+sleep 2 # the relay closes the idle sockets
+perf_pid=""
+if [ "$profile" = 1 ]; then
+  perf record -q -F 499 -g -p "$server_pid" -o "$d/perf.data" -- sleep "$((seconds + 1))" 2>"$d/perf.err" &
+  perf_pid=$!
+fi
+load pairs --url "http://127.0.0.1:$port" --pid "$server_pid" --tokens "$d/tokens.json" --pairs "$pairs" \
+  --seconds "$seconds" --workers "$workers" >"$d/relay-pairs.json"
+if [ -n "$perf_pid" ]; then
+  wait "$perf_pid" || true
+  report() { perf report -i "$d/perf.data" -g none --percent-limit 0.5 --stdio "$@" 2>/dev/null | grep -E '^ +[0-9.]+%' || true; }
+  { echo "# self time by library"; report --no-children --sort dso
+    echo "# chat-relay's own functions, with what they call (inclusive)"; report --children --dsos chat-relay --sort symbol
+    echo "# self time by symbol"; report --no-children --sort dso,symbol; } >"$d/perf.txt"
+fi
+stop_server
 
-# The same pairs at the goal's rate, 5,000 messages/s in all (open loop): latency
-# without the queue a saturating closed loop builds.
-start_relay
-rate_json=$("$py" "$load" pairs "$port" "$data/tokens" "$pairs" "$seconds" 5000)
-kill -TERM "$relay_pid"; wait "$relay_pid" || true
+start_server "$d/echo.err" "$d/lws_echo" --port 0
+load idle --url "http://127.0.0.1:$port" --pid "$server_pid" --ws-path / --count "$connections" >"$d/echo-idle.json"
+sleep 2
+load echo --url "ws://127.0.0.1:$port/" --pid "$server_pid" --clients "$pairs" --seconds "$seconds" \
+  --workers "$workers" >"$d/echo.json"
+stop_server
 
-"$data/lws_echo" 0 >"$data/echo.out" &
-echo_pid=$!
-sleep 0.5
-# lws prints the configured port (0): find the one it bound.
-echo_port=$(ss -ltnp 2>/dev/null | awk -v pid="$echo_pid" '$0 ~ "pid="pid"," {split($4, a, ":"); print a[length(a)]}' | head -n 1)
-if [ -z "$echo_port" ]; then kill "$echo_pid"; "$data/lws_echo" 18977 >/dev/null & echo_pid=$!; echo_port=18977; sleep 0.5; fi
-echo_json=$("$py" "$load" echo "$echo_port" "$pairs" "$seconds")
-kill -TERM "$echo_pid"; wait "$echo_pid" || true
-
-"$py" - "$idle_json" "$pairs_json" "$echo_json" "$rate_json" <<'PY'
-import json, sys
-idle, pairs, echo, rated = (json.loads(a) for a in sys.argv[1:5])
-def row(*cells): print("   " + "  ".join(f"{c:<34}" if i == 0 else f"{c:>16}" for i, c in enumerate(cells)))
-ok = lambda good: "✔" if good else "✘"
-row("what", "chat-relay", "bare lws echo", "goal")
-row(f"idle sockets: memory per connection", f"{idle['kibPerSocket']:.1f} KiB", "", f"≤ 16 KiB {ok(idle['kibPerSocket'] <= 16)}")
-row(f"{pairs['pairs']} pairs: messages/s (POST→event)", f"{pairs['messagesPerSecond']:,.0f}", f"{echo['roundTripsPerSecond']:,.0f} round trips/s",
-    f"≥ 5,000 {ok(pairs['messagesPerSecond'] >= 5000)}")
-row("latency p50 / p99, saturated", f"{pairs['p50Ms']} / {pairs['p99Ms']} ms", f"{echo['p50Ms']} / {echo['p99Ms']} ms", "")
-row(f"latency p50 / p99 at {rated['messagesPerSecond']:,.0f}/s (open loop)", f"{rated['p50Ms']} / {rated['p99Ms']} ms", "",
-    f"p99 ≤ 50 ms {ok(rated['p99Ms'] <= 50)}")
-print(f"   idle: {idle['sockets']:,} sockets opened in {idle['openSeconds']} s, relay RSS {idle['rssBeforeKiB']:,} → {idle['rssAfterKiB']:,} KiB")
-print(f"   pairs: {pairs['posted']:,} posted, {pairs['received']:,} received, {pairs['errors']} errors in {pairs['seconds']} s; "
-      f"generator CPU {pairs['generatorCpuSeconds']} s (echo: {echo['generatorCpuSeconds']} s): one Python process, so near "
-      f"{pairs['seconds']:.0f} s of CPU means the generator, not the relay, is the limit")
-PY
+echo "   section took $(($(date +%s) - started)) s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+$py "$here/relay_table.py" "$d"
+if [ "$profile" = 1 ]; then
+  echo "   chat-relay's CPU during the pairs run (perf; all of it in $d/perf.txt): self time by library,"
+  sed -n '/^# self time by library/,/^# chat-relay/p' "$d/perf.txt" | grep -v '^#' | head -n 8 |
+    awk '{ printf "     %7s  %s\n", $1, $2 }'
+  echo "   and the relay's own functions, inclusive of what they call:"
+  sed -n '/^# chat-relay/,/^# self time by symbol/p' "$d/perf.txt" | grep -v '^#' | head -n 14 |
+    awk '{ printf "     %7s  %s\n", $1, $4 }' | { swift demangle --simplified 2>/dev/null || cat; } | cut -c1-150
+fi
