@@ -92,10 +92,10 @@ public final class Relay: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` for `method` only; any other is 405 with `Allow: allow` (the path's
+  /// methods, when the caller handled another one before).
   private func only(_ method: String, _ request: HTTPRequest, allow: String? = nil, _ body: () throws -> HTTPResponse) throws -> HTTPResponse {
-    guard request.method == method || (allow?.contains(request.method) ?? false) else {
-      throw APIError.methodNotAllowed(allow ?? method)
-    }
+    guard request.method == method else { throw APIError.methodNotAllowed(allow ?? method) }
     return try body()
   }
 

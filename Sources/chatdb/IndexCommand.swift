@@ -29,12 +29,6 @@ enum IndexCommand {
     func validate() throws { try store.validate() }
   }
 
-  static func open(_ path: String, mode: Database.Mode) throws -> Database {
-    guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
-    do { return try Database(path: path, mode: mode) } catch {
-      throw StoreError.from(error, path: path, doing: "open", otherwise: mode == .readOnly ? .readFailed : .writeFailed)
-    }
-  }
 }
 
 // MARK: - list
@@ -47,7 +41,7 @@ enum IndexListCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Listing") { target, _ in
       let entries: [IndexEntry]
-      do { entries = try IndexTools.list(try IndexCommand.open(target.path, mode: .readOnly)) } catch {
+      do { entries = try IndexTools.list(try openExisting(target.path, mode: .readOnly)) } catch {
         throw StoreError.from(error, path: target.path, doing: "list the indexes of", otherwise: .readFailed)
       }
       let missing = entries.filter { $0.state == .missing }.count
@@ -84,7 +78,7 @@ enum IndexVerifyCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Verifying") { target, _ in
       let checks: [HotQueryCheck]
-      do { checks = try IndexTools.verify(IndexCommand.open(target.path, mode: .readOnly)) } catch {
+      do { checks = try IndexTools.verify(openExisting(target.path, mode: .readOnly)) } catch {
         throw StoreError.from(error, path: target.path, doing: "verify the indexes of", otherwise: .readFailed)
       }
       let unplanned = checks.filter { $0.outcome == .planFailed }
@@ -140,7 +134,7 @@ enum IndexApplyCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Building indexes") { target, _ in
-      let db = try IndexCommand.open(target.path, mode: options.dryRun ? .readOnly : .readWrite)
+      let db = try openExisting(target.path, mode: options.dryRun ? .readOnly : .readWrite)
       let statements: [String]
       do { statements = try IndexTools.repairStatements(db, dropUnknown: options.dropUnknown) } catch {
         throw StoreError.from(error, path: target.path, doing: "read the indexes of", otherwise: .readFailed)
@@ -169,7 +163,7 @@ enum IndexAnalyzeCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Analyzing") { target, _ in
-      let report = try IndexTools.analyze(try IndexCommand.open(target.path, mode: .readWrite))
+      let report = try IndexTools.analyze(try openExisting(target.path, mode: .readWrite))
       return FileResult(
         json: .object([
           "rowsBefore": .int(Int64(report.rowsBefore)), "rowsAfter": .int(Int64(report.rowsAfter)),

@@ -11,17 +11,20 @@ func prepareFolder(for path: String) throws {
   if !FileSystem.exists(folder) { try FileSystem.createPrivateDirectory(atPath: folder) }
 }
 
+/// Opens a file that must exist (66 when missing, never created).
+func openExisting(_ path: String, mode: Database.Mode) throws -> Database {
+  guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
+  do { return try Database(path: path, mode: mode) } catch {
+    throw StoreError.from(error, path: path, doing: "open", otherwise: mode == .readOnly ? .readFailed : .writeFailed)
+  }
+}
+
 /// Opens an existing file at the latest schema for `task`; refuses an older file with a
 /// pointer to `chatdb migrate` (15) and a newer one (10).
 func openLatest(_ path: String, mode: Database.Mode, for task: String) throws -> Database {
-  guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
-  do {
-    let db = try Database(path: path, mode: mode)
-    try Migrator.requireLatest(db, for: task)
-    return db
-  } catch {
-    throw StoreError.from(error, path: path, doing: "open", otherwise: mode == .readOnly ? .readFailed : .writeFailed)
-  }
+  let db = try openExisting(path, mode: mode)
+  do { try Migrator.requireLatest(db, for: task) } catch { throw StoreError.from(error, path: path, doing: "open", otherwise: .readFailed) }
+  return db
 }
 
 /// The owner recorded in a file (`StoreInfo.owner_user_id`), if any.

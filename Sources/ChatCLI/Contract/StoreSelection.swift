@@ -20,10 +20,10 @@ public struct StoreSelection: Sendable {
       o.option(
         "--data-dir", valueName: "dir",
         help: "The folder of chats-<id>.db files (default: $\(StoreLocation.environmentKey), else ~/.local/share/chatdb).",
-        parse: { $0.isEmpty ? nil : $0 }) ?? StoreLocation.defaultDataDirectory()
+        parse: Parse.path) ?? StoreLocation.defaultDataDirectory()
     user = o.option(
       "--user", valueName: "id", help: "The user whose database to use: <data-dir>/chats-<id>.db.", parse: Parse.userID)
-    db = o.option("--db", valueName: "path", help: "A database file given by path, instead of --user.", parse: { $0.isEmpty ? nil : $0 })
+    db = o.option("--db", valueName: "path", help: "A database file given by path, instead of --user.", parse: Parse.path)
     if allowsAll {
       all = o.flag("--all", help: "Every chats-*.db file in the data folder.")
       jobs = StoreSelection.jobs(&o)
