@@ -59,10 +59,14 @@ extension ServiceCore {
     }
     exchange.request.body = []
     exchange.status = response.status
-    exchange.response = exchange.request.method == "HEAD" ? [] : response.body
+    let body = exchange.request.method == "HEAD" ? [] : response.body
+    // A body that fits one write goes out with the head: one send and no extra trip
+    // through the service loop (the relay's answers are small).
+    let inline = body.count <= Self.writeChunk
+    exchange.response = inline ? [] : body
     connection.exchange = exchange
-    guard writeHead(wsi, response) else { return -1 }
-    if exchange.response?.isEmpty ?? true { return complete(wsi, connection) }
+    guard writeHead(wsi, response, body: inline ? body : []) else { return -1 }
+    if inline { return complete(wsi, connection) }
     lws_callback_on_writable(wsi)
     return 0
   }
@@ -97,12 +101,15 @@ extension ServiceCore {
     return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
   }
 
-  /// Writes status, `Content-Type`, `Content-Length` and the extra headers.
-  func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+  /// Writes status, `Content-Type`, `Content-Length` and the extra headers, followed
+  /// in the same write by `body` (the whole body, or none of it).
+  func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse, body: [UInt8] = []) -> Bool {
     let extras = response.headers.filter { name, value in
       !name.isEmpty && !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" })
     }
-    let capacity = extras.reduce(1024 + response.contentType.utf8.count) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
+    let capacity = extras.reduce(1024 + response.contentType.utf8.count + body.count) {
+      $0 + $1.0.utf8.count + $1.1.utf8.count + 4
+    }
     let pre = Int(chat_lws_pre)
     var buffer = [UInt8](repeating: 0, count: pre + capacity)
     return buffer.withUnsafeMutableBufferPointer { raw -> Bool in
@@ -120,7 +127,13 @@ extension ServiceCore {
         guard lws_add_http_header_by_name(wsi, nameBytes, valueBytes, Int32(valueBytes.count), &cursor, end) == 0
         else { return false }
       }
-      return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+      if body.isEmpty { return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0 }
+      guard lws_finalize_http_header(wsi, &cursor, end) == 0, let head = cursor, end - head >= body.count else { return false }
+      body.withUnsafeBufferPointer { head.update(from: $0.baseAddress!, count: body.count) }
+      // Head and body as one HTTP_HEADERS write: lws sends it as it is (its
+      // Content-Length bookkeeping is reset by lws_http_transaction_completed).
+      let count = head - start + body.count
+      return lws_write(wsi, start, count, LWS_WRITE_HTTP_HEADERS) >= 0
     }
   }
 

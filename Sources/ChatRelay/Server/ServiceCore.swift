@@ -1,5 +1,6 @@
 import CWebSockets
 import Dispatch
+import Glibc
 import Synchronization
 
 /// The server's state and its answers to libwebsockets events.
@@ -25,6 +26,9 @@ final class ServiceCore: @unchecked Sendable {
   struct Outbound: ~Copyable {
     /// Nil once the context is being destroyed: nothing may wake it any more.
     var context: WakeHandle?
+    /// The thread in `run()`: a send from there asks for a writable callback directly
+    /// instead of waking the loop through its pipe.
+    var serviceThread: pthread_t?
     var stopping = false
     var live: Set<UInt64> = []
     var queues: [UInt64: [String]] = [:]
@@ -33,6 +37,16 @@ final class ServiceCore: @unchecked Sendable {
     var closeCodes: [UInt64: UInt16] = [:]
     /// Sockets with something new to write or to close.
     var wake: Set<UInt64> = []
+
+    /// Whether the caller is the service thread itself, which then asks for the
+    /// writable callback at once (the bench's relay spent a pipe write and a loop turn
+    /// per event otherwise); any other thread leaves `socket` in `wake` and wakes the loop.
+    mutating func wakeService(for socket: UInt64) -> Bool {
+      if let serviceThread, pthread_equal(serviceThread, pthread_self()) != 0 { return true }
+      wake.insert(socket)
+      context?.wake()
+      return false
+    }
   }
 
   init(socketPath: String, handlers: RelayServer.Handlers) {
@@ -52,6 +66,7 @@ final class ServiceCore: @unchecked Sendable {
   func run() {
     guard !ran, let context else { return }
     ran = true
+    outbound.withLock { $0.serviceThread = pthread_self() }
     while !outbound.withLock({ $0.stopping }) {
       if lws_service(context.pointer, 0) < 0 { return shutdown() }
     }
@@ -95,22 +110,22 @@ final class ServiceCore: @unchecked Sendable {
   // MARK: - Thread-safe requests
 
   func send(_ text: String, to socket: UInt64) {
-    outbound.withLock { state in
-      guard state.live.contains(socket), !state.closing.contains(socket) else { return }
+    let direct = outbound.withLock { state -> Bool in
+      guard state.live.contains(socket), !state.closing.contains(socket) else { return false }
       state.queues[socket, default: []].append(text)
-      state.wake.insert(socket)
-      if let context = state.context { context.wake() }
+      return state.wakeService(for: socket)
     }
+    if direct, let wsi = sockets[socket] { lws_callback_on_writable(wsi) }
   }
 
   func close(_ socket: UInt64, code: UInt16 = 1000) {
-    outbound.withLock { state in
-      guard state.live.contains(socket) else { return }
+    let direct = outbound.withLock { state -> Bool in
+      guard state.live.contains(socket) else { return false }
       state.closing.insert(socket)
       if code != 1000 { state.closeCodes[socket] = code }
-      state.wake.insert(socket)
-      if let context = state.context { context.wake() }
+      return state.wakeService(for: socket)
     }
+    if direct, let wsi = sockets[socket] { lws_callback_on_writable(wsi) }
   }
 
   // MARK: - Events
