@@ -12,6 +12,7 @@ let package = Package(
     .library(name: "ChatStore", targets: ["ChatStore"]),
     .executable(name: "chatdb", targets: ["chatdb"]),
     .executable(name: "chat-relay", targets: ["chat-relay"]),
+    .executable(name: "chat-sync", targets: ["chat-sync"]),
   ],
   targets: [
     // MARK: - C shims (system libraries from Debian)
@@ -50,10 +51,14 @@ let package = Package(
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
     .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
+    // The sync client: Transport/ is HTTP (URLSession) and the WebSocket (libwebsockets'
+    // client), Engine/ the outbox, real-time events and cursor sync over ChatRepository.
+    .target(name: "ChatSync", dependencies: ["ChatStore", "CWebSockets"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
     .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chat-sync", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
 
@@ -62,6 +67,7 @@ let package = Package(
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
     .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
+    .testTarget(name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -1,0 +1,1 @@
+// The sync client's engine and transports; see Transport/ and Engine/.

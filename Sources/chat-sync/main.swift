@@ -1,0 +1,5 @@
+import ChatCLI
+import Foundation
+
+// Placeholder until the commands land.
+exit(0)
