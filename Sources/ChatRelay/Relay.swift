@@ -281,8 +281,15 @@ public final class Relay: @unchecked Sendable {
         let ack: Payload<DeliveryAck> = try decode(data)
         guard ack.payload.messageIds.count <= 500 else { throw APIError.badRequest("at most 500 messageIds", field: "messageIds") }
         for update in try store.acknowledgeDelivery(by: user, ids: ack.payload.messageIds) { push(update) }
+        // The client keeps a message unconfirmed (and acknowledges it again after a
+        // reconnect) until it sees this: an acknowledgement lost with its socket is repeated.
+        send(Self.event("delivery_acknowledged", ["messageIds": .array(ack.payload.messageIds.map { .int($0) })]), to: socket)
       case "read":
         let receipt: Payload<ReadReceipt> = try decode(data)
+        // Reading implies delivery: messages read before their acknowledgement reached
+        // the relay leave it now, and their sender sees them delivered first.
+        let unacknowledged = try store.undelivered(from: receipt.payload.conversationId, to: user, upTo: receipt.payload.upTo)
+        for update in try store.acknowledgeDelivery(by: user, ids: unacknowledged) { push(update) }
         if let update = try store.markRead(by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo) {
           push(update)
         }

@@ -105,6 +105,14 @@ extension RelayStore {
     }
   }
 
+  /// The ids of messages from `sender` to `user` up to `messageId` still on the relay
+  /// (at most 500, oldest first): a read receipt also acknowledges them.
+  public func undelivered(from sender: Int64, to user: Int64, upTo messageId: Int64) throws -> [Int64] {
+    try reading("read the messages waiting for user \(user) in") { db in
+      try db.query(RelayQuery.undeliveredFrom, [user, sender, messageId]) { $0.int64(0) }
+    }
+  }
+
   /// `user` has read the conversation with `other` up to `messageId`: `other` (the
   /// sender side) gets a `message_read` update with `conversationId` = `user`.
   ///

@@ -53,18 +53,20 @@ public final class ChatRepository {
 
   /// Inserts or updates a contact; a known last-seen time never moves back.
   public func upsert(_ user: User) throws {
-    try database.write { db in
-      try db.execute(
-        """
-        INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)
-        ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
-          last_connected_at = CASE
-            WHEN Users.last_connected_at IS NULL OR excluded.last_connected_at > Users.last_connected_at
-            THEN coalesce(excluded.last_connected_at, Users.last_connected_at)
-            ELSE Users.last_connected_at END
-        """,
-        [user.id, user.name, user.avatarURL, user.lastConnectedAt])
-    }
+    try database.write { db in try upsert(user, in: db) }
+  }
+
+  func upsert(_ user: User, in db: Database) throws {
+    try db.execute(
+      """
+      INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
+        last_connected_at = CASE
+          WHEN Users.last_connected_at IS NULL OR excluded.last_connected_at > Users.last_connected_at
+          THEN coalesce(excluded.last_connected_at, Users.last_connected_at)
+          ELSE Users.last_connected_at END
+      """,
+      [user.id, user.name, user.avatarURL, user.lastConnectedAt])
   }
 
   /// Records a contact's presence (the last time they were online).
@@ -196,12 +198,14 @@ public final class ChatRepository {
   /// request id also settles that request.
   public func receive(_ messages: [Message]) throws {
     guard !messages.isEmpty else { return }
-    try database.write { db in
-      for message in messages {
-        try store(message, in: db)
-        if message.fromUserID == ownerID, let requestID = message.requestID {
-          try db.execute(HotQuery.deleteRequest.sql, [requestID])
-        }
+    try database.write { db in try store(messages, in: db) }
+  }
+
+  func store(_ messages: [Message], in db: Database) throws {
+    for message in messages {
+      try store(message, in: db)
+      if message.fromUserID == ownerID, let requestID = message.requestID {
+        try db.execute(HotQuery.deleteRequest.sql, [requestID])
       }
     }
   }
@@ -255,20 +259,22 @@ public final class ChatRepository {
   /// when nothing changed now.
   @discardableResult
   public func apply(_ status: MessageStatus, toMessage id: Int64) throws -> Bool {
-    try database.write { db in
-      try db.execute(HotQuery.statusOfMessage(status).sql, [id, status.rawValue])
-      if db.changes > 0 { return true }
-      if try db.int64(HotQuery.messageExists.sql, [id]) == nil {
-        try db.execute(
-          """
-          INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)
-          ON CONFLICT (message_id) DO UPDATE SET status = CASE
-            WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("EarlyReceipts.status"))
-            THEN excluded.status ELSE EarlyReceipts.status END
-          """, [id, status.rawValue])
-      }
-      return false
+    try database.write { db in try apply(status, toMessage: id, db) }
+  }
+
+  func apply(_ status: MessageStatus, toMessage id: Int64, _ db: Database) throws -> Bool {
+    try db.execute(HotQuery.statusOfMessage(status).sql, [id, status.rawValue])
+    if db.changes > 0 { return true }
+    if try db.int64(HotQuery.messageExists.sql, [id]) == nil {
+      try db.execute(
+        """
+        INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)
+        ON CONFLICT (message_id) DO UPDATE SET status = CASE
+          WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("EarlyReceipts.status"))
+          THEN excluded.status ELSE EarlyReceipts.status END
+        """, [id, status.rawValue])
     }
+    return false
   }
 
   /// Moves every message the owner sent in a conversation, up to and including
@@ -276,17 +282,20 @@ public final class ChatRepository {
   /// arrive later. Returns how many stored messages changed.
   @discardableResult
   public func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64) throws -> Int {
+    try database.write { db in try apply(status, upTo: id, inConversation: conversation, db) }
+  }
+
+  @discardableResult
+  func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64, _ db: Database) throws -> Int {
     guard status > .synced else { return 0 }
-    return try database.write { db in
-      let column = status == .read ? "read_up_to" : "delivered_up_to"
-      try db.execute(
-        """
-        INSERT INTO ConversationReceipts (conversation_id, \(column)) VALUES (?1, ?2)
-        ON CONFLICT (conversation_id) DO UPDATE SET \(column) = max(\(column), excluded.\(column))
-        """, [conversation, id])
-      try db.execute(HotQuery.statusUpTo(status).sql, [conversation, id])
-      return db.changes
-    }
+    let column = status == .read ? "read_up_to" : "delivered_up_to"
+    try db.execute(
+      """
+      INSERT INTO ConversationReceipts (conversation_id, \(column)) VALUES (?1, ?2)
+      ON CONFLICT (conversation_id) DO UPDATE SET \(column) = max(\(column), excluded.\(column))
+      """, [conversation, id])
+    try db.execute(HotQuery.statusUpTo(status).sql, [conversation, id])
+    return db.changes
   }
 
   /// Marks a conversation's incoming messages read. Returns the highest id newly

@@ -1,0 +1,145 @@
+import Foundation
+
+/// What the sync client keeps in the file besides messages and requests: its cursors
+/// (in `StoreInfo`, so they survive restarts and `chatdb evict`), the outbox's queue
+/// heads, and the incoming messages whose delivery the relay has not yet confirmed.
+extension ChatRepository {
+  /// Where sync resumes: the last message id fetched by `GET /v1/messages` and the
+  /// last status-update sequence stored.
+  public struct SyncCursor: Hashable, Sendable {
+    public var messages: Int64
+    public var updates: Int64
+    public init(messages: Int64 = 0, updates: Int64 = 0) {
+      self.messages = messages
+      self.updates = updates
+    }
+  }
+
+  /// The stored cursor (zeros before the first sync).
+  public func syncCursor() throws -> SyncCursor {
+    try database.read { db in
+      SyncCursor(
+        messages: try db.int64("SELECT value FROM StoreInfo WHERE key = 'sync_message_cursor'") ?? 0,
+        updates: try db.int64("SELECT value FROM StoreInfo WHERE key = 'sync_update_cursor'") ?? 0)
+    }
+  }
+
+  /// Stores a page of synced messages, the profiles of their senders and the message
+  /// cursor in one transaction: a crash leaves all of it or none. The cursor only moves
+  /// forward. Messages already stored keep their rows (see `receive(_:)`).
+  public func receive(_ messages: [Message], users: [User], messageCursor: Int64?) throws {
+    try database.write { db in
+      for user in users { try upsert(user, in: db) }
+      try store(messages, in: db)
+      if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
+    }
+  }
+
+  /// Applies a status update (`message_delivered` / `message_read` for a message of
+  /// the owner's) and, when `sequence` is given, moves the update cursor forward to it,
+  /// in one transaction.
+  public func applyUpdate(_ status: MessageStatus, messageID: Int64, conversation: Int64, sequence: Int64?) throws {
+    try database.write { db in
+      if status == .read {
+        try apply(.read, upTo: messageID, inConversation: conversation, db)
+      } else {
+        try apply(status, toMessage: messageID, db)
+      }
+      if let sequence { try raise("sync_update_cursor", to: sequence, db) }
+    }
+  }
+
+  private func raise(_ key: String, to value: Int64, _ db: Database) throws {
+    try db.execute(
+      """
+      INSERT INTO StoreInfo (key, value) VALUES (?1, ?2)
+      ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)
+      """, [key, value])
+  }
+
+  /// Incoming messages the relay has not confirmed as delivered (still `SYNCED` here),
+  /// oldest first: what the client acknowledges on every (re)connect.
+  public func unacknowledgedIncoming(limit: Int = 500) throws -> [Int64] {
+    try database.read { db in
+      try db.query(
+        """
+        SELECT id FROM Messages INDEXED BY Messages_unread
+        WHERE from_user_id = conversation_id AND status = 'SYNCED' ORDER BY id LIMIT ?
+        """, [limit]
+      ) { $0.int64(0) }
+    }
+  }
+
+  /// The relay confirmed it has these incoming messages' delivery: `SYNCED` → `DELIVERED`
+  /// (a message already read stays read).
+  public func confirmDelivered(_ ids: [Int64]) throws {
+    guard !ids.isEmpty else { return }
+    try database.write { db in
+      let statement = try db.cachedStatement(
+        "UPDATE Messages SET status = 'DELIVERED' WHERE id = ? AND status = 'SYNCED' AND from_user_id = conversation_id")
+      for id in ids { try statement.execute([id]) }
+    }
+  }
+
+  /// The next request to send in each conversation: the oldest (by request id) that
+  /// is neither a draft nor permanently failed, with its due time. A conversation
+  /// whose head waits for its backoff waits whole, so it reaches the relay in order.
+  public func outboxHeads() throws -> [MessageRequest] {
+    try database.read { db in
+      var heads: [MessageRequest] = []
+      try db.cachedStatement(
+        """
+        SELECT request_id, to_user_id, content, status, created_at, last_modified_at, last_sent_at,
+          coalesce(fail_count, 0), next_attempt_at, fail_reason
+        FROM MessageRequests WHERE next_attempt_at IS NOT NULL AND status IN ('PENDING', 'SENT', 'FAILED')
+        ORDER BY to_user_id, request_id
+        """
+      ).forEachRow([]) { row in
+        let request = Self.request(row)
+        if heads.last?.toUserID != request.toUserID { heads.append(request) }
+      }
+      return heads
+    }
+  }
+
+  /// After a restart nothing is in flight: requests left `SENT` by a killed process are
+  /// due now (the relay deduplicates by request id). Returns how many.
+  @discardableResult
+  public func resumeInterruptedSends() throws -> Int {
+    let at = Timestamp.string(now())
+    return try database.write { db in
+      try db.execute("UPDATE MessageRequests SET next_attempt_at = ? WHERE status = 'SENT'", [at])
+      return db.changes
+    }
+  }
+
+  /// Outbox counts by status (`PENDING`, `SENT`, `FAILED`, and `permanent` for failed
+  /// requests that wait for `retry`).
+  public func outboxCounts() throws -> [String: Int] {
+    try database.read { db in
+      var counts: [String: Int] = [:]
+      try db.query(
+        "SELECT CASE WHEN status = 'FAILED' AND next_attempt_at IS NULL THEN 'permanent' ELSE status END, count(*) FROM MessageRequests GROUP BY 1",
+        []
+      ) { counts[$0.string(0)] = $0.int(1) }
+      return counts
+    }
+  }
+
+  /// Stores `user` unless a profile for that id is already there: the stand-in profile
+  /// for a contact whose real one cannot be fetched yet ("user 7"), replaced by the real
+  /// one through `upsert` later.
+  public func addPlaceholder(_ user: User) throws {
+    try database.write { db in
+      try db.execute("INSERT OR IGNORE INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)",
+        [user.id, user.name, user.avatarURL, user.lastConnectedAt])
+    }
+  }
+
+  /// The ids among `ids` that have no profile in the file.
+  public func unknownUsers(_ ids: some Sequence<Int64>) throws -> [Int64] {
+    var unknown: [Int64] = []
+    for id in Set(ids).sorted() where try user(id) == nil { unknown.append(id) }
+    return unknown
+  }
+}
