@@ -43,7 +43,7 @@ extension ChatRepository {
       if status == .read {
         try apply(.read, upTo: messageID, inConversation: conversation, db)
       } else {
-        try apply(status, toMessage: messageID, db)
+        _ = try apply(status, toMessage: messageID, db)
       }
       if let sequence { try raise("sync_update_cursor", to: sequence, db) }
     }
@@ -59,13 +59,13 @@ extension ChatRepository {
 
   /// Incoming messages the relay has not confirmed as delivered (still `SYNCED` here),
   /// oldest first: what the client acknowledges on every (re)connect.
-  public func unacknowledgedIncoming(limit: Int = 500) throws -> [Int64] {
+  public func unacknowledgedIncoming(after: Int64 = 0, limit: Int = 500) throws -> [Int64] {
     try database.read { db in
       try db.query(
         """
         SELECT id FROM Messages INDEXED BY Messages_unread
-        WHERE from_user_id = conversation_id AND status = 'SYNCED' ORDER BY id LIMIT ?
-        """, [limit]
+        WHERE from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?
+        """, [after, limit]
       ) { $0.int64(0) }
     }
   }
@@ -118,10 +118,12 @@ extension ChatRepository {
   public func outboxCounts() throws -> [String: Int] {
     try database.read { db in
       var counts: [String: Int] = [:]
-      try db.query(
+      for (status, count) in try db.query(
         "SELECT CASE WHEN status = 'FAILED' AND next_attempt_at IS NULL THEN 'permanent' ELSE status END, count(*) FROM MessageRequests GROUP BY 1",
-        []
-      ) { counts[$0.string(0)] = $0.int(1) }
+        [], { ($0.string(0), $0.int(1)) })
+      {
+        counts[status] = count
+      }
       return counts
     }
   }
@@ -141,5 +143,57 @@ extension ChatRepository {
     var unknown: [Int64] = []
     for id in Set(ids).sorted() where try user(id) == nil { unknown.append(id) }
     return unknown
+  }
+}
+
+// MARK: - Read receipts to send, and the client's state for `chat-sync status`
+
+extension ChatRepository {
+  /// Whether a message with this id is stored.
+  public func hasMessage(_ id: Int64) throws -> Bool {
+    try database.int64(HotQuery.messageExists.sql, [id]) != nil
+  }
+
+  /// Keeps "read up to `upTo`" for `conversation` until the client sends it (forward only).
+  public func queueReadReceipt(conversation: Int64, upTo: Int64) throws {
+    try database.write { db in try raise("read_receipt:\(conversation)", to: upTo, db) }
+  }
+
+  /// Read receipts waiting to be sent: (conversation, upTo).
+  public func pendingReadReceipts() throws -> [(conversation: Int64, upTo: Int64)] {
+    try database.read { db in
+      try db.query("SELECT key, value FROM StoreInfo WHERE key LIKE 'read_receipt:%' ORDER BY key", []) { row in
+        (Int64(row.string(0).dropFirst("read_receipt:".count)) ?? 0, row.int64(1))
+      }.filter { $0.0 > 0 }
+    }
+  }
+
+  /// A receipt was sent: forgets it unless a newer one was queued since.
+  public func clearReadReceipt(conversation: Int64, upTo: Int64) throws {
+    try database.write { db in
+      try db.execute("DELETE FROM StoreInfo WHERE key = ? AND value <= ?", ["read_receipt:\(conversation)", upTo])
+    }
+  }
+
+  /// Records a fact of the sync client's state (`sync_state`, `last_sync_at`…) for `status`.
+  public func setSyncInfo(_ key: String, _ value: String) throws {
+    try database.write { db in
+      try db.execute("INSERT INTO StoreInfo (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+    }
+  }
+
+  /// A fact recorded by `setSyncInfo`.
+  public func syncInfo(_ key: String) throws -> String? {
+    try database.string("SELECT value FROM StoreInfo WHERE key = ?", [key])
+  }
+
+  /// Requests failed for a passing reason become due now (the relay is reachable again).
+  @discardableResult
+  public func retryFailedNow() throws -> Int {
+    let at = Timestamp.string(now())
+    return try database.write { db in
+      try db.execute("UPDATE MessageRequests SET next_attempt_at = ?1 WHERE status = 'FAILED' AND next_attempt_at > ?1", [at])
+      return db.changes
+    }
   }
 }

@@ -1,1 +1,0 @@
-// The sync client's engine and transports; see Transport/ and Engine/.

@@ -1,0 +1,171 @@
+import ChatStore
+import Foundation
+
+/// The relay's HTTP side (`docs/protocol.md`) over an `HTTPTransport`: JSON in, the
+/// store's models out, every answer sorted into what the engine does next.
+struct RelayAPI: Sendable {
+  let http: HTTPTransport
+
+  /// What a `POST /v1/messages` came to.
+  enum PostOutcome: Equatable, Sendable {
+    /// 201: the relay has it (`replayed`: it had it already, the first answer was lost).
+    case accepted(Message, replayed: Bool)
+    /// No answer, a timeout, 5xx, or 429: try again later (`retryAfter` from the relay).
+    case retryable(String, retryAfter: Double?)
+    /// Another 4xx: this request can never succeed as it is.
+    case rejected(String)
+    /// 401: the token is refused; nothing can be sent until it is fixed.
+    case unauthorized(String)
+  }
+
+  func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
+    let body = JSONValue.object([
+      "requestId": .int(request.requestID), "toUserId": .int(request.toUserID), "content": .string(request.content),
+      "createdAt": .string(request.createdAt),
+    ])
+    let reply: HTTPReply
+    do {
+      reply = try await http.send(HTTPCall(method: "POST", path: "/v1/messages", body: Array(body.render(pretty: false).utf8), timeout: timeout))
+    } catch {
+      return .retryable("\(error)", retryAfter: nil)
+    }
+    return Self.outcome(of: reply)
+  }
+
+  /// Sorts an answer to a POST (separate so the unit tests can feed it every status).
+  static func outcome(of reply: HTTPReply) -> PostOutcome {
+    switch reply.status {
+    case 200, 201:
+      guard let answer = try? JSONDecoder().decode(PostAnswer.self, from: Data(reply.body)) else {
+        return .retryable("HTTP \(reply.status) with a body that is not a message", retryAfter: nil)
+      }
+      return .accepted(answer.message.model, replayed: reply.headers["idempotent-replayed"] == "true")
+    case 401:
+      return .unauthorized(Self.reason(reply))
+    case 429:
+      let after = reply.headers["retry-after"].flatMap(Double.init).map { min(max($0, 0), 3_600) }
+      return .retryable(Self.reason(reply), retryAfter: after)
+    case 408, 500...599:
+      return .retryable(Self.reason(reply), retryAfter: nil)
+    default:
+      return .rejected(Self.reason(reply))
+    }
+  }
+
+  /// `HTTP 409 conflict: requestId 7 was used…` from the relay's error body.
+  static func reason(_ reply: HTTPReply) -> String {
+    if let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) {
+      return "HTTP \(reply.status) \(body.error.code): \(body.error.message)"
+    }
+    return "HTTP \(reply.status)"
+  }
+
+  /// One page of `GET /v1/messages`.
+  struct SyncPage: Sendable {
+    var messages: [Message]
+    var hasMore: Bool
+    var updates: [StatusUpdate]
+  }
+
+  func sync(after cursor: ChatRepository.SyncCursor, limit: Int) async throws -> SyncPage {
+    let reply = try await http.send(
+      HTTPCall(method: "GET", path: "/v1/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
+    let page: WirePage = try Self.decode(reply, "GET /v1/messages")
+    return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
+  }
+
+  /// Profiles of `ids` the caller may see (others are left out).
+  func profiles(_ ids: [Int64]) async throws -> [User] {
+    guard !ids.isEmpty else { return [] }
+    var users: [User] = []
+    for chunk in stride(from: 0, to: ids.count, by: 100).map({ Array(ids[$0..<min($0 + 100, ids.count)]) }) {
+      let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users?ids=" + chunk.map(String.init).joined(separator: ",")))
+      let list: WireUsers = try Self.decode(reply, "GET /v1/users")
+      users += list.users.map(\.model)
+    }
+    return users
+  }
+
+  static func decode<T: Decodable>(_ reply: HTTPReply, _ what: String) throws -> T {
+    guard reply.status == 200 else {
+      if reply.status == 401 { throw SyncFailure.unauthorized(reason(reply)) }
+      throw SyncFailure.relay("\(what): \(reason(reply))")
+    }
+    do {
+      return try JSONDecoder().decode(T.self, from: Data(reply.body))
+    } catch {
+      throw SyncFailure.relay("\(what): the answer is not what docs/protocol.md says (\(error))")
+    }
+  }
+}
+
+/// Why a sync could not finish.
+public enum SyncFailure: Error, Sendable, CustomStringConvertible {
+  /// The token was refused (HTTP 401).
+  case unauthorized(String)
+  /// The relay answered something unusable.
+  case relay(String)
+
+  public var description: String {
+    switch self {
+    case .unauthorized(let reason): "the relay refused the token (\(reason))"
+    case .relay(let reason): reason
+    }
+  }
+}
+
+// MARK: - Wire shapes
+
+struct WireMessage: Codable, Sendable {
+  var messageId: Int64
+  var fromUserId: Int64
+  var toUserId: Int64
+  var content: String
+  var status: String?
+  var createdAt: String
+
+  var model: Message {
+    Message(
+      id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
+      status: status.flatMap(MessageStatus.init(rawValue:)) ?? .synced, createdAt: createdAt)
+  }
+}
+
+struct WireUser: Codable, Sendable {
+  var id: Int64
+  var name: String
+  var avatarUrl: String?
+  var lastConnectedAt: String?
+
+  var model: User { User(id: id, name: name, avatarURL: avatarUrl, lastConnectedAt: lastConnectedAt) }
+}
+
+/// A delivery or read update for one of the owner's messages.
+struct StatusUpdate: Codable, Sendable, Equatable {
+  var sequence: Int64
+  var type: String?
+  var messageId: Int64
+  var conversationId: Int64
+  var at: String?
+}
+
+struct PostAnswer: Decodable {
+  var message: WireMessage
+  var fromMessageRequestId: Int64?
+}
+
+struct WirePage: Decodable {
+  var messages: [WireMessage]
+  var hasMore: Bool
+  var statusUpdates: [StatusUpdate]?
+}
+
+struct WireUsers: Decodable { var users: [WireUser] }
+
+struct ErrorBody: Decodable {
+  struct Detail: Decodable {
+    var code: String
+    var message: String
+  }
+  var error: Detail
+}

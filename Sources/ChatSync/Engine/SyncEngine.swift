@@ -1,0 +1,478 @@
+import ChatStore
+import Foundation
+
+/// The sync client's engine over one user's file: the outbox (seed 000's Messages
+/// Scheduler, Message Timeout Controller and Pending Messages Provider), the real-time
+/// socket (its Real-time Updates data source) and cursor sync.
+///
+/// Everything it stores goes through `ChatRepository`, one transaction per step, so a
+/// kill at any point leaves the file consistent and the next start resumes: requests
+/// left `SENT` are retried with the same request id, messages not yet confirmed as
+/// delivered are acknowledged again, the cursor is where the last stored page left it.
+///
+/// ```swift
+/// let engine = SyncEngine(repository: try ChatRepository.open(user: 1, in: "data"),
+///                         http: .urlSession(base: relay, token: token),
+///                         socket: .libwebsockets(url: socketURL, token: token))
+/// let outcome = await engine.runOnce()        // or: await engine.run() until stop()
+/// ```
+public actor SyncEngine {
+  /// Tunables; the defaults are the product's.
+  public struct Options: Sendable {
+    /// Conversations with a request in flight at once (one each, so each stays in order).
+    public var conversationsInFlight = 4
+    /// How long a POST may take before it counts as failed (the timeout controller).
+    public var replyTimeout: Double = 10
+    public var outboxBackoff = Backoff.outbox
+    public var reconnectBackoff = Backoff.reconnect
+    /// Delivery acknowledgements and read receipts wait this long to be sent together.
+    public var batchDelay: Double = 0.05
+    /// Messages per sync page.
+    public var pageSize = 200
+    /// A uniform value in 0..<1 for the jitter (tests pin it).
+    public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// Where log lines go (one per connection change, send and receipt).
+    public var log: @Sendable (String) -> Void = { _ in }
+
+    public init() {}
+  }
+
+  /// How `runOnce` ended.
+  public enum Outcome: Sendable, Equatable {
+    /// Synced, and nothing left to send.
+    case done
+    /// Synced, but some requests could not be sent (they wait in the outbox; `permanent`
+    /// of them need `chat-sync retry`).
+    case unsent(waiting: Int, permanent: Int)
+    /// The relay could not be reached: nothing synced (requests stay queued).
+    case unreachable(String)
+    /// The relay refused the token.
+    case unauthorized(String)
+  }
+
+  let repository: ChatRepository
+  let api: RelayAPI
+  let connector: SocketConnector
+  let options: Options
+  let owner: Int64
+
+  public private(set) var metrics = SyncMetrics()
+  /// Contacts' presence and typing, as last reported (for display).
+  public private(set) var presence: [Int64: ContactStatus] = [:]
+
+  private var socket: (any RelaySocket)?
+  private var socketTask: Task<Void, Never>?
+  private var inFlight: [Int64: Task<Void, Never>] = [:]
+  private let doorbell = Doorbell()
+  private var stopping = false
+  private var halted: String?
+  /// Ids acknowledged on the current socket and not yet confirmed.
+  private var acksInFlight: Set<Int64> = []
+  private var acksQueued: [Int64] = []
+  private var flushScheduled = false
+  /// The status-update cursor as stored; socket updates move it only when contiguous.
+  private var updateCursor: Int64 = 0
+  private var updatesAckDirty = false
+  /// When each request was first tried in this run (for the send latency).
+  private var firstTried: [Int64: ContinuousClock.Instant] = [:]
+  /// Set when a full cursor sync finished on the current connection.
+  private var synced = false
+
+  public init(repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()) {
+    self.owner = repository.ownerID
+    self.repository = repository
+    self.api = RelayAPI(http: http)
+    self.connector = socket
+    self.options = options
+  }
+
+  private func log(_ line: String) { options.log(line) }
+
+  // MARK: - Running
+
+  /// Runs until `stop()`: keeps the socket up (reconnecting with backoff), syncs after
+  /// every connect, and sends the outbox as requests come due or `nudge()` is called.
+  public func run() async {
+    start()
+    await outboxLoop(untilIdle: false, deadline: nil)
+    await finish()
+  }
+
+  /// Connects, syncs, sends what is due (retrying with backoff until `deadline`
+  /// seconds have passed), waits briefly for acknowledgements, and returns.
+  public func runOnce(deadline: Double = 30) async -> Outcome {
+    do {
+      try repository.resumeInterruptedSends()
+      updateCursor = try repository.syncCursor().updates
+    } catch {
+      return .unreachable("\(error)")
+    }
+    // The socket is wanted for acknowledgements and receipts; HTTP does the rest.
+    if let socket = try? await connector.connect() {
+      attach(socket)
+    } else {
+      log("socket: not connected; syncing over HTTP only")
+    }
+    do {
+      try await cursorSync()
+    } catch SyncFailure.unauthorized(let reason) {
+      await finish()
+      return .unauthorized(reason)
+    } catch {
+      await finish()
+      return .unreachable("\(error)")
+    }
+    await sendPendingReceipts()
+    await outboxLoop(untilIdle: true, deadline: ContinuousClock.now.advanced(by: .milliseconds(Int64(deadline * 1000))))
+    await settleAcknowledgements(timeout: 2)
+    await finish()
+    if let halted { return .unauthorized(halted) }
+    let counts = (try? repository.outboxCounts()) ?? [:]
+    let permanent = counts["permanent"] ?? 0
+    let waiting = counts.values.reduce(0, +) - permanent
+    return waiting + permanent == 0 ? .done : .unsent(waiting: waiting, permanent: permanent)
+  }
+
+  /// Ends `run()`: in-flight sends finish (or time out), the socket closes.
+  public func stop() {
+    stopping = true
+    socketTask?.cancel()
+    socket?.close()
+    doorbell.ring()
+  }
+
+  /// Something changed in the file from outside (a `chat-sync send`, `read`): look again.
+  public func nudge() { doorbell.ring() }
+
+  private func start() {
+    do {
+      let resumed = try repository.resumeInterruptedSends()
+      if resumed > 0 { log("outbox: \(resumed) request(s) left in flight by an earlier run are due again") }
+      updateCursor = try repository.syncCursor().updates
+    } catch {
+      log("store: \(error)")
+    }
+    socketTask = Task { await socketLoop() }
+  }
+
+  private func finish() async {
+    for task in inFlight.values { await task.value }
+    socketTask?.cancel()
+    socket?.close()
+    socket = nil
+    if let task = socketTask { await task.value }
+    try? repository.setSyncInfo("sync_state", "stopped at \(Timestamp.now())")
+    log("metrics: \(metrics.summary)")
+  }
+
+  // MARK: - The socket
+
+  private func socketLoop() async {
+    var failures = 0
+    while !stopping && !Task.isCancelled {
+      do {
+        let socket = try await connector.connect()
+        failures = 0
+        attach(socket)
+        try? repository.setSyncInfo("sync_state", "connected since \(Timestamp.now())")
+        do {
+          try await cursorSync()
+          synced = true
+          try? repository.setSyncInfo("last_sync_at", Timestamp.now())
+        } catch SyncFailure.unauthorized(let reason) {
+          halt(reason)
+        } catch {
+          log("sync: \(error)")
+        }
+        await sendPendingReceipts()
+        if (try? repository.retryFailedNow()) ?? 0 > 0 { log("outbox: the relay is back; failed requests are due now") }
+        doorbell.ring()
+        for await text in socket.messages { await handle(text) }
+        detach()
+        try? repository.setSyncInfo("sync_state", "disconnected at \(Timestamp.now())")
+        log("socket: closed")
+      } catch let refused as SocketRefused where refused.status == 401 {
+        halt("the relay refused the token (HTTP 401)")
+        return
+      } catch {
+        log("socket: cannot connect: \(error)")
+      }
+      if stopping || Task.isCancelled { return }
+      failures += 1
+      let delay = options.reconnectBackoff.delay(attempt: failures, random: options.random)
+      log(String(format: "socket: reconnecting in %.1f s", delay))
+      try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+    }
+  }
+
+  private func attach(_ socket: any RelaySocket) {
+    self.socket = socket
+    metrics.connections += 1
+    acksInFlight = []
+    synced = false
+    log("socket: connected\(metrics.connections > 1 ? " (reconnect \(metrics.reconnects))" : "")")
+  }
+
+  private func detach() {
+    socket = nil
+    // Unconfirmed acknowledgements may be lost with the socket: the messages are still
+    // SYNCED in the file and are acknowledged again after the next connect.
+    acksInFlight = []
+  }
+
+  private func halt(_ reason: String) {
+    halted = reason
+    log("stopped: \(reason)")
+    stop()
+  }
+
+  func handle(_ text: String) async {
+    guard let event = RelayEvent.parse(text) else {
+      log("socket: ignored a frame that is not an event")
+      return
+    }
+    do {
+      switch event {
+      case .newMessage(let message):
+        try await store([message])
+        queueAcks([message.id])
+      case .delivered(let update):
+        try apply(update, .delivered)
+      case .read(let update):
+        try apply(update, .read)
+      case .contactStatus(let status):
+        presence[status.userId] = status
+        if let seen = status.lastSeenAt { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
+        log("contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
+      case .deliveryAcknowledged(let ids):
+        try repository.confirmDelivered(ids)
+        acksInFlight.subtract(ids)
+      case .error(let code, let message):
+        log("relay error event: \(code): \(message)")
+      case .unknown(let type):
+        log("socket: ignored an unknown event '\(type)'")
+      }
+    } catch {
+      log("store: \(error)")
+    }
+  }
+
+  /// A status update for one of the owner's messages; the update cursor moves (and the
+  /// relay is told it may drop them) only when no earlier update is missing.
+  private func apply(_ update: StatusUpdate, _ status: MessageStatus) throws {
+    let contiguous = update.sequence == updateCursor + 1
+    try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: contiguous ? update.sequence : nil)
+    if contiguous {
+      updateCursor = update.sequence
+      updatesAckDirty = true
+      scheduleFlush()
+    }
+    log("message \(update.messageId): \(status.rawValue.lowercased())")
+  }
+
+  // MARK: - Receiving
+
+  /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
+  /// counting the ones already stored.
+  private func store(_ messages: [Message], cursor: Int64? = nil) async throws {
+    var fresh: [Message] = []
+    for message in messages {
+      if try repository.hasMessage(message.id) { metrics.duplicatesDropped += 1 } else { fresh.append(message) }
+    }
+    metrics.received += messages.count
+    let contacts = try repository.unknownUsers(fresh.map { $0.conversationID(owner: owner) })
+    var users: [User] = []
+    if !contacts.isEmpty {
+      users = (try? await api.profiles(contacts)) ?? []
+      // Nothing waits forever for a profile: a stand-in now, the real one later.
+      for id in contacts where !users.contains(where: { $0.id == id }) { users.append(User(id: id, name: "user \(id)")) }
+    }
+    try repository.receive(fresh, users: users, messageCursor: cursor)
+    for message in fresh where message.fromUserID != owner { log("received message \(message.id) from user \(message.fromUserID)") }
+  }
+
+  private func cursorSync() async throws {
+    var pages = 0
+    while true {
+      let cursor = try repository.syncCursor()
+      let page = try await api.sync(after: cursor, limit: options.pageSize)
+      try await store(page.messages, cursor: page.messages.last?.id)
+      for update in page.updates {
+        let status: MessageStatus = update.type == "message_read" ? .read : .delivered
+        try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
+      }
+      updateCursor = try repository.syncCursor().updates
+      pages += 1
+      if !page.hasMore { break }
+    }
+    // Everything not yet confirmed, including what earlier runs stored: acknowledged now.
+    var after: Int64 = 0
+    while true {
+      let ids = try repository.unacknowledgedIncoming(after: after, limit: 500)
+      queueAcks(ids)
+      guard ids.count == 500, let last = ids.last else { break }
+      after = last
+    }
+    log("sync: \(pages) page(s); cursor \(try repository.syncCursor().messages)")
+  }
+
+  // MARK: - Acknowledgements and receipts (batched)
+
+  private func queueAcks(_ ids: [Int64]) {
+    let new = ids.filter { !acksInFlight.contains($0) }
+    guard !new.isEmpty else { return }
+    acksQueued += new
+    scheduleFlush()
+  }
+
+  private func scheduleFlush() {
+    guard !flushScheduled else { return }
+    flushScheduled = true
+    Task {
+      try? await Task.sleep(for: .milliseconds(Int64(options.batchDelay * 1000)))
+      flush()
+    }
+  }
+
+  private func flush() {
+    flushScheduled = false
+    guard let socket else { return }
+    var queued = acksQueued.filter { !acksInFlight.contains($0) }
+    acksQueued = []
+    while !queued.isEmpty {
+      let batch = Array(queued.prefix(500))
+      queued.removeFirst(batch.count)
+      socket.send(ClientEvent.deliveryAck(batch))
+      acksInFlight.formUnion(batch)
+    }
+    if updatesAckDirty {
+      socket.send(ClientEvent.updatesAck(upTo: updateCursor))
+      updatesAckDirty = false
+    }
+  }
+
+  private func settleAcknowledgements(timeout: Double) async {
+    flush()
+    let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))
+    while socket != nil && !acksInFlight.isEmpty && ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+  }
+
+  /// Read receipts queued in the file (by this process or `chat-sync read`) go out.
+  private func sendPendingReceipts() async {
+    guard let socket, let receipts = try? repository.pendingReadReceipts() else { return }
+    for receipt in receipts {
+      socket.send(ClientEvent.read(conversation: receipt.conversation, upTo: receipt.upTo))
+      try? repository.clearReadReceipt(conversation: receipt.conversation, upTo: receipt.upTo)
+      log("read receipt: conversation \(receipt.conversation) up to \(receipt.upTo)")
+    }
+  }
+
+  /// Marks a conversation read and sends the receipt (batched with others).
+  @discardableResult
+  public func markRead(conversation: Int64) async throws -> Int64? {
+    guard let highest = try repository.markRead(conversation: conversation) else { return nil }
+    try repository.queueReadReceipt(conversation: conversation, upTo: highest)
+    await sendPendingReceipts()
+    return highest
+  }
+
+  /// Tells `user` this client is (or stopped) typing; false when no socket is open.
+  @discardableResult
+  public func typing(to user: Int64, _ typing: Bool = true) -> Bool {
+    guard let socket else { return false }
+    socket.send(ClientEvent.typing(to: user, typing))
+    return true
+  }
+
+  /// Whether the socket is up and the sync after its connect has finished.
+  public var isSynced: Bool { socket != nil && synced }
+
+  /// Anything that came in from another process (`chat-sync read`): sent now.
+  public func flushReceipts() async { await sendPendingReceipts() }
+
+  // MARK: - The outbox
+
+  private func outboxLoop(untilIdle: Bool, deadline: ContinuousClock.Instant?) async {
+    while !stopping {
+      let wait = drainStep()
+      if untilIdle && inFlight.isEmpty {
+        guard let wait else { return }
+        if let deadline, ContinuousClock.now.advanced(by: .milliseconds(Int64(wait * 1000))) > deadline { return }
+      }
+      if let deadline, ContinuousClock.now >= deadline { return }
+      await doorbell.wait(timeout: wait)
+    }
+  }
+
+  /// Starts the sends that are due; returns the seconds until the next one is (nil: none).
+  private func drainStep() -> Double? {
+    guard halted == nil else { return nil }
+    let heads: [MessageRequest]
+    do {
+      heads = try repository.outboxHeads()
+    } catch {
+      log("outbox: \(error)")
+      return 1
+    }
+    let now = Date()
+    var next: Double?
+    for head in heads where inFlight[head.toUserID] == nil {
+      guard let dueText = head.nextAttemptAt, let due = Timestamp.milliseconds(from: dueText) else { continue }
+      let wait = Double(due) / 1000 - now.timeIntervalSince1970
+      if wait <= 0 && inFlight.count < options.conversationsInFlight {
+        let request = head
+        inFlight[head.toUserID] = Task { await send(request) }
+      } else {
+        next = min(next ?? .infinity, max(wait, 0.01))
+      }
+    }
+    return next
+  }
+
+  private func send(_ request: MessageRequest) async {
+    defer {
+      inFlight[request.toUserID] = nil
+      doorbell.ring()
+    }
+    if request.failCount > 0 || request.status == .sent { metrics.retries += 1 }
+    let started = firstTried[request.requestID] ?? .now
+    firstTried[request.requestID] = started
+    do {
+      // The durable timeout: if this process dies now the request is due again after it.
+      guard try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) else { return }
+    } catch {
+      log("outbox: \(error)")
+      return
+    }
+    let outcome = await api.post(request, timeout: options.replyTimeout)
+    do {
+      switch outcome {
+      case .accepted(let message, let replayed):
+        try repository.acknowledge(message, requestID: request.requestID)
+        metrics.sent += 1
+        if replayed { metrics.replayed += 1 }
+        let elapsed = started.duration(to: .now).components
+        metrics.sendLatencies.append(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+        firstTried[request.requestID] = nil
+        log("sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")")
+      case .retryable(let reason, let retryAfter):
+        metrics.failedAttempts += 1
+        let delay = retryAfter ?? options.outboxBackoff.delay(attempt: request.failCount + 1, random: options.random)
+        try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay))
+        log(String(format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s", delay))
+      case .rejected(let reason):
+        metrics.rejected += 1
+        try repository.markFailed(request.requestID, reason: reason, retryAt: nil)
+        firstTried[request.requestID] = nil
+        log("request \(request.requestID) refused for good: \(reason)")
+      case .unauthorized(let reason):
+        try repository.markFailed(request.requestID, reason: reason, retryAt: Date())
+        halt("the relay refused the token (\(reason))")
+      }
+    } catch {
+      log("outbox: \(error)")
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import ChatStore
+
+/// Seed 004's measures of one engine's life: what `run` logs every minute and on exit,
+/// and `run --once --json` returns, so a test can see injected faults really happened.
+public struct SyncMetrics: Sendable, Equatable {
+  /// Requests the relay acknowledged (201).
+  public var sent = 0
+  /// Of those, answered as a replay (`Idempotent-Replayed`): the first answer was lost.
+  public var replayed = 0
+  /// Attempts that failed for a passing reason (network, timeout, 5xx, 429).
+  public var failedAttempts = 0
+  /// Requests refused for good (other 4xx).
+  public var rejected = 0
+  /// Retries: attempts after the first of a request.
+  public var retries = 0
+  /// Messages received (socket or sync), and those already stored (dropped duplicates).
+  public var received = 0
+  public var duplicatesDropped = 0
+  /// Socket connections made, and how many of them were reconnects.
+  public var connections = 0
+  public var reconnects: Int { max(0, connections - 1) }
+  /// Milliseconds from a request's first attempt in this run to its acknowledgement.
+  public var sendLatencies: [Double] = []
+
+  public init() {}
+
+  /// The `q` quantile (0...1) of the send latencies, nearest rank; nil when none.
+  public func latency(quantile q: Double) -> Double? {
+    guard !sendLatencies.isEmpty else { return nil }
+    let sorted = sendLatencies.sorted()
+    let rank = Int((q * Double(sorted.count)).rounded(.up)) - 1
+    return sorted[min(max(rank, 0), sorted.count - 1)]
+  }
+
+  public var json: JSONValue {
+    .object([
+      "sent": .int(Int64(sent)), "replayed": .int(Int64(replayed)), "failedAttempts": .int(Int64(failedAttempts)),
+      "rejected": .int(Int64(rejected)), "retries": .int(Int64(retries)), "received": .int(Int64(received)),
+      "duplicatesDropped": .int(Int64(duplicatesDropped)), "connections": .int(Int64(connections)),
+      "reconnects": .int(Int64(reconnects)),
+      "sendLatencyMs": .object([
+        "p50": latency(quantile: 0.5).map { .double($0) } ?? .null, "p99": latency(quantile: 0.99).map { .double($0) } ?? .null,
+      ]),
+    ])
+  }
+
+  /// One log line.
+  public var summary: String {
+    let p50 = latency(quantile: 0.5).map { String(format: "%.1f", $0) } ?? "-"
+    let p99 = latency(quantile: 0.99).map { String(format: "%.1f", $0) } ?? "-"
+    return "sent \(sent) (replayed \(replayed)), failed attempts \(failedAttempts), rejected \(rejected), retries \(retries), "
+      + "received \(received), duplicates dropped \(duplicatesDropped), reconnects \(reconnects), send latency p50 \(p50) ms p99 \(p99) ms"
+  }
+}
