@@ -67,7 +67,7 @@ let package = Package(
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
     .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
-    .testTarget(name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync"]),
+    .testTarget(name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -12,6 +12,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
   case diskCritical = 3
   case findings = 4
   case unplannable = 6
+  case unsent = 7
   case newerSchema = 10
   case schemaMismatch = 11
   case badTarget = 12
@@ -22,6 +23,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
   case usage = 64
   case dataError = 65
   case notFound = 66
+  case unavailable = 69
   case internalError = 70
   case io = 74
   case busy = 75
@@ -37,6 +39,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .diskCritical: "`usage --check`: the disk is critical"
     case .findings: "`check` found problems, or `index verify` found a hot query that scans"
     case .unplannable: "`index verify`: a hot query could not be planned (a table or column it needs is missing)"
+    case .unsent: "`chat-sync run --once`: synced, but some messages are still in the outbox (waiting for a retry, or failed for good: see `chat-sync status`)"
     case .newerSchema: "the file's schema is newer than this program knows"
     case .schemaMismatch: "the file's applied migrations differ from the shipped ones (drift), or it is not a chatdb file"
     case .badTarget: "a downgrade or an unknown target version was asked for"
@@ -47,10 +50,11 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .usage: "bad command line (unknown option, missing or invalid value)"
     case .dataError: "bad input data, or the file is not a SQLite database or is damaged"
     case .notFound: "a file or folder named on the command line does not exist"
+    case .unavailable: "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox"
     case .internalError: "an unexpected internal error (a bug: please report it)"
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"
-    case .permission: "permission denied"
+    case .permission: "permission denied: a file's mode, or the relay refused the token (`chat-sync`)"
     case .brokenPipe: "standard output was closed by its reader (as `head -1` does): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
     }
   }

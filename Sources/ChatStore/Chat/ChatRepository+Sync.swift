@@ -64,7 +64,7 @@ extension ChatRepository {
       try db.query(
         """
         SELECT id FROM Messages INDEXED BY Messages_unread
-        WHERE from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?
+        WHERE status <> 'READ' AND from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?
         """, [after, limit]
       ) { $0.int64(0) }
     }

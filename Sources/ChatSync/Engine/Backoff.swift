@@ -27,8 +27,8 @@ public struct Backoff: Sendable, Equatable {
     self.jitter = jitter
   }
 
-  /// The outbox's retries: 0.5 s doubling up to 60 s, full jitter.
-  public static let outbox = Backoff(base: 0.5, cap: 60, jitter: .full)
+  /// The outbox's retries: 0.1 s doubling up to 60 s, full jitter.
+  public static let outbox = Backoff(base: 0.1, cap: 60, jitter: .full)
   /// Reconnects: 1 s doubling up to 30 s, ±50%.
   public static let reconnect = Backoff(base: 1, cap: 30, jitter: .proportional(0.5))
 

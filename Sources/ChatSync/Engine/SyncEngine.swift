@@ -73,6 +73,9 @@ public actor SyncEngine {
   /// The status-update cursor as stored; socket updates move it only when contiguous.
   private var updateCursor: Int64 = 0
   private var updatesAckDirty = false
+  /// Updates applied from the socket beyond a gap in the sequence; the cursor passes
+  /// them once the gap fills (else the next sync brings them again, harmlessly).
+  private var appliedAhead: Set<Int64> = []
   /// When each request was first tried in this run (for the send latency).
   private var firstTried: [Int64: ContinuousClock.Instant] = [:]
   /// Set when a full cursor sync finished on the current connection.
@@ -102,8 +105,7 @@ public actor SyncEngine {
   /// seconds have passed), waits briefly for acknowledgements, and returns.
   public func runOnce(deadline: Double = 30) async -> Outcome {
     do {
-      try repository.resumeInterruptedSends()
-      updateCursor = try repository.syncCursor().updates
+      try prepare()
     } catch {
       return .unreachable("\(error)")
     }
@@ -116,9 +118,11 @@ public actor SyncEngine {
     do {
       try await cursorSync()
     } catch SyncFailure.unauthorized(let reason) {
+      log("sync: the relay refused the token: \(reason)")
       await finish()
       return .unauthorized(reason)
     } catch {
+      log("sync: \(error)")
       await finish()
       return .unreachable("\(error)")
     }
@@ -146,13 +150,21 @@ public actor SyncEngine {
 
   private func start() {
     do {
-      let resumed = try repository.resumeInterruptedSends()
-      if resumed > 0 { log("outbox: \(resumed) request(s) left in flight by an earlier run are due again") }
-      updateCursor = try repository.syncCursor().updates
+      try prepare()
     } catch {
       log("store: \(error)")
     }
     socketTask = Task { await socketLoop() }
+  }
+
+  /// Before anything is sent: requests a killed run left in flight are due again, and
+  /// the owner has a profile row (messages reference it; the real one replaces the
+  /// stand-in at the first sync).
+  private func prepare() throws {
+    let resumed = try repository.resumeInterruptedSends()
+    if resumed > 0 { log("outbox: \(resumed) request(s) left in flight by an earlier run are due again") }
+    updateCursor = try repository.syncCursor().updates
+    if try repository.user(owner) == nil { try repository.addPlaceholder(User(id: owner, name: "user \(owner)")) }
   }
 
   private func finish() async {
@@ -260,10 +272,13 @@ public actor SyncEngine {
   /// A status update for one of the owner's messages; the update cursor moves (and the
   /// relay is told it may drop them) only when no earlier update is missing.
   private func apply(_ update: StatusUpdate, _ status: MessageStatus) throws {
-    let contiguous = update.sequence == updateCursor + 1
-    try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: contiguous ? update.sequence : nil)
-    if contiguous {
-      updateCursor = update.sequence
+    try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: nil)
+    if update.sequence > updateCursor { appliedAhead.insert(update.sequence) }
+    var next = updateCursor
+    while appliedAhead.remove(next + 1) != nil { next += 1 }
+    if next > updateCursor {
+      try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: next)
+      updateCursor = next
       updatesAckDirty = true
       scheduleFlush()
     }
@@ -292,6 +307,7 @@ public actor SyncEngine {
   }
 
   private func cursorSync() async throws {
+    if let me = try? await api.profiles([owner]).first { try repository.upsert(me) }
     var pages = 0
     while true {
       let cursor = try repository.syncCursor()
@@ -302,6 +318,7 @@ public actor SyncEngine {
         try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
       }
       updateCursor = try repository.syncCursor().updates
+      appliedAhead = appliedAhead.filter { $0 > updateCursor }
       pages += 1
       if !page.hasMore { break }
     }

@@ -1,0 +1,127 @@
+import ChatCLI
+import ChatStore
+import ChatSync
+import Foundation
+
+/// `--data-dir`/`--user`/`--db`: the one file a `chat-sync` command works on.
+struct ClientFile: Sendable {
+  var selection: StoreSelection
+  init(_ o: inout OptionReader) { selection = StoreSelection(&o, all: false) }
+
+  func validate() throws { try selection.validate() }
+
+  var target: FileTarget { selection.single ?? FileTarget(path: "", userID: nil) }
+
+  /// The owner: `--user`, or the id in the file's name.
+  func owner() throws -> Int64 {
+    guard let id = target.userID else {
+      throw StoreError(.badInput, "\(target.path): cannot tell whose file this is; name it chats-<id>.db or use --user", path: target.path)
+    }
+    return id
+  }
+
+  /// The repository, creating the file (and its folder) when `create`, migrating it when older.
+  func open(create: Bool) throws -> ChatRepository {
+    let path = target.path
+    let owner = try owner()
+    if !FileSystem.exists(path) {
+      guard create else {
+        throw StoreError(.notFound, "\(path): no such chat database ('chat-sync send' or 'run' creates it)", path: path)
+      }
+      let folder = FileSystem.parentFolder(of: path)
+      if !FileSystem.exists(folder) { try FileSystem.createPrivateDirectory(atPath: folder) }
+    }
+    _ = try Migrator().migrate(fileAt: path, owner: owner)
+    return try ChatRepository(database: Database(path: path), ownerID: owner)
+  }
+
+  /// The one-file report every `chat-sync` command gives.
+  func report(_ context: CommandContext, json: JSONValue, text: String, status: ExitCode = .success) {
+    context.report([FileReport(target: target, outcome: .success(FileResult(json: json, text: text, status: status)))])
+  }
+}
+
+/// `--server` and the token: how to reach the relay.
+struct RelayAccess: Sendable {
+  static let serverVariable = "CHAT_SYNC_SERVER"
+  static let tokenVariable = "CHAT_SYNC_TOKEN"
+  var server: URL?
+  var tokenFile: String?
+
+  init(_ o: inout OptionReader) {
+    server = o.option(
+      "--server", valueName: "url", help: "The relay, e.g. http://127.0.0.1:8080 (default: $\(Self.serverVariable)).",
+      parse: Self.parseServer) ?? ProcessInfo.processInfo.environment[Self.serverVariable].flatMap { try? Self.parseServer($0) }
+    tokenFile = o.option(
+      "--token-file", valueName: "path", help: "A file (mode 0600) holding the token (default: $\(Self.tokenVariable)).",
+      parse: Parse.path)
+  }
+
+  @Sendable static func parseServer(_ text: String) throws -> URL? {
+    guard let url = URL(string: text), url.scheme == "http", let host = url.host, !host.isEmpty else {
+      throw InvalidValue("expected an http:// URL such as http://127.0.0.1:8080")
+    }
+    return url
+  }
+
+  func baseURL() throws -> URL {
+    guard let server else { throw ValidationError("No relay: pass '--server <url>' or set \(Self.serverVariable)") }
+    return server
+  }
+
+  /// The token: `--token-file` (refused unless only its owner can read it), else
+  /// `$CHAT_SYNC_TOKEN`. Never an argument: arguments show in `ps`.
+  func token() throws -> String {
+    if let tokenFile {
+      var info = stat()
+      guard stat(tokenFile, &info) == 0 else {
+        throw StoreError(.notFound, "\(tokenFile): no such token file", path: tokenFile)
+      }
+      let mode = info.st_mode & 0o777
+      guard mode & 0o077 == 0 else {
+        throw StoreError(
+          .permission, "\(tokenFile): mode \(String(mode, radix: 8)) lets others read the token; run chmod 600 \(tokenFile)", path: tokenFile)
+      }
+      guard let data = FileManager.default.contents(atPath: tokenFile) else {
+        throw StoreError(.permission, "\(tokenFile): cannot read the token file", path: tokenFile)
+      }
+      let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+      guard !token.isEmpty else { throw StoreError(.badInput, "\(tokenFile): the token file is empty", path: tokenFile) }
+      return token
+    }
+    if let token = ProcessInfo.processInfo.environment[Self.tokenVariable], !token.isEmpty { return token }
+    throw ValidationError("No token: set \(Self.tokenVariable) or pass '--token-file <path>'")
+  }
+
+  /// HTTP and socket transports to the relay.
+  func transports() throws -> (HTTPTransport, SocketConnector) {
+    let base = try baseURL()
+    let token = try token()
+    var socket = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+    socket.scheme = "ws"
+    socket.path = "/v1/socket/updates"
+    return (.urlSession(base: base, token: token), .libwebsockets(url: socket.url!, token: token))
+  }
+}
+
+/// Runs async work from a synchronous command and waits for it.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+  let box = Box<T>()
+  let done = DispatchSemaphore(value: 0)
+  Task {
+    box.value = await work()
+    done.signal()
+  }
+  done.wait()
+  return box.value!
+}
+
+private final class Box<T>: @unchecked Sendable {
+  // @unchecked: written once before the semaphore is signalled, read after it.
+  var value: T?
+}
+
+/// Log lines on stderr, each with the time.
+@Sendable func logLine(_ line: String) {
+  FileHandle.standardError.write(Data("\(Timestamp.now()) \(line)\n".utf8))
+}

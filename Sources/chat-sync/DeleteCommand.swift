@@ -1,0 +1,31 @@
+import ChatCLI
+import ChatStore
+
+/// `chat-sync delete REQUEST_ID`: drop a failed request, at the user's word only.
+enum DeleteCommand: ParsableCommand {
+  static let name = "delete"
+  static let abstract = "Delete a failed message that was never sent."
+  static let discussion: String? = "Only FAILED requests can be deleted: a message being sent is never dropped."
+
+  struct Options: ParsableOptions {
+    var file: ClientFile
+    var requestText: String
+    init(_ o: inout OptionReader) {
+      file = ClientFile(&o)
+      requestText = o.argument("request-id", help: "The request id (chat-sync status, history).") ?? ""
+    }
+    var request: Int64 { Int64(requestText) ?? 0 }
+    func validate() throws {
+      try file.validate()
+      guard request > 0 else { throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)") }
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let repository = try options.file.open(create: false)
+    guard try repository.deleteFailedRequest(options.request) else {
+      throw StoreError(.notFound, "request \(options.request) is not a failed request in \(options.file.target.path)", path: options.file.target.path)
+    }
+    options.file.report(context, json: .object(["requestId": .int(options.request), "deleted": true]), text: "Deleted request \(options.request).")
+  }
+}

@@ -1,0 +1,130 @@
+import ChatCLI
+import ChatStore
+import ChatSync
+import Foundation
+
+/// `chat-sync run`: the sync client in the foreground.
+enum RunCommand: ParsableCommand {
+  static let name = "run"
+  static let abstract = "Sync with the relay: receive in real time, send the outbox, until Ctrl-C."
+  static let discussion: String? = """
+    Connects the socket, fetches what arrived while away (from the cursor stored in the \
+    file), then sends queued messages and stays connected, reconnecting with backoff. \
+    One log line per connection change, send and receipt goes to stderr; the measures \
+    every minute and on exit. 'chat-sync send' from another shell is sent at once. \
+    With --once: sync, send what is due (retrying until --deadline), and exit: 0 when \
+    the outbox is empty, 7 when messages are left in it, 69 when the relay is unreachable.
+    """
+
+  struct Options: ParsableOptions {
+    var file: ClientFile
+    var relay: RelayAccess
+    var once: Bool
+    var deadline: Int
+    init(_ o: inout OptionReader) {
+      file = ClientFile(&o)
+      relay = RelayAccess(&o)
+      once = o.flag("--once", help: "Sync and send once, then exit with the outcome.")
+      deadline = o.option(
+        "--deadline", valueName: "seconds", help: "With --once: how long to keep retrying sends (default 30).",
+        parse: Parse.count(from: 1, to: 3_600)) ?? 30
+    }
+    func validate() throws {
+      try file.validate()
+      _ = try relay.baseURL()
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let (http, socket) = try options.relay.transports()
+    let path = options.file.target.path
+    let repository = try options.file.open(create: true)
+    let listener = try? NudgeListenerBox(database: path)
+    if listener == nil && NudgeListener.isRunning(on: path) {
+      throw StoreError(.busy, "\(path): another 'chat-sync run' is syncing this file", path: path)
+    }
+    var engineOptions = SyncEngine.Options()
+    engineOptions.log = logLine
+    let engine = SyncEngine(repository: repository, http: http, socket: socket, options: engineOptions)
+    listener?.engine = engine
+    defer { listener?.close() }
+
+    if options.once {
+      let outcome = blocking { await engine.runOnce(deadline: Double(options.deadline)) }
+      let metrics = blocking { await engine.metrics }
+      let (status, text): (ExitCode, String) =
+        switch outcome {
+        case .done: (.success, "Synced; the outbox is empty.")
+        case .unsent(let waiting, let permanent):
+          (.unsent, "Synced; \(waiting) message(s) wait for a retry, \(permanent) failed for good (chat-sync status).")
+        case .unreachable(let reason): (.unavailable, "The relay could not be reached: \(reason)")
+        case .unauthorized(let reason): (.permission, "The relay refused the token: \(reason)")
+        }
+      if status == .unavailable || status == .permission { throw OnceFailure(status: status, message: text) }
+      options.file.report(
+        context,
+        json: .object(["outcome": .string(status == .success ? "done" : "unsent"), "metrics": metrics.json]),
+        text: text + "\n" + metrics.summary, status: status)
+      return
+    }
+
+    // Ctrl-C / SIGTERM: in-flight sends end, the socket closes, the file is left whole.
+    let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler {
+        logLine("stopping (signal \(number))")
+        Task { await engine.stop() }
+      }
+      source.resume()
+      return source
+    }
+    defer { signals.forEach { $0.cancel() } }
+    let reporter = Task {
+      while !Task.isCancelled {
+        try? await Task.sleep(for: .seconds(60))
+        if Task.isCancelled { break }
+        logLine("metrics: \(await engine.metrics.summary)")
+      }
+    }
+    logLine("chat-sync run: \(path) as user \(repository.ownerID)\(listener?.isListening == true ? "" : " (no nudge socket: sends from other processes wait for the next event)")")
+    blocking { await engine.run() }
+    reporter.cancel()
+    let metrics = blocking { await engine.metrics }
+    options.file.report(context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
+  }
+}
+
+/// `run --once` could not sync: the envelope's error with its own row of the table.
+struct OnceFailure: Error, ExitCodeProviding, CustomStringConvertible {
+  var status: ExitCode
+  var message: String
+  var exitCode: Int32 { status.rawValue }
+  var description: String { message }
+}
+
+/// The nudge socket, forwarding each datagram to the engine once it exists.
+final class NudgeListenerBox: @unchecked Sendable {
+  // @unchecked: `engine` is set once, before `run` starts, and only read afterwards.
+  var engine: SyncEngine?
+  private var listener: NudgeListener?
+
+  init(database: String) throws {
+    listener = nil
+    listener = try NudgeListener(database: database) { [weak self] text in
+      guard let engine = self?.engine else { return }
+      let words = text.split(separator: " ")
+      Task {
+        switch words.first {
+        case "typing" where words.count == 3:
+          if let user = Int64(words[1]) { await engine.typing(to: user, words[2] == "1") }
+        case "read": await engine.flushReceipts()
+        default: await engine.nudge()
+        }
+      }
+    }
+  }
+
+  var isListening: Bool { listener?.isListening ?? false }
+  func close() { listener?.close() }
+}

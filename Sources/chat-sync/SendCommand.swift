@@ -1,0 +1,67 @@
+import ChatCLI
+import ChatStore
+import ChatSync
+import Foundation
+
+/// `chat-sync send --to ID TEXT`: queue a message (works offline).
+enum SendCommand: ParsableCommand {
+  static let name = "send"
+  static let abstract = "Queue a message; a running 'chat-sync run' sends it at once."
+  static let discussion: String? = """
+    The message goes into the file's outbox (MessageRequests) and stays there until the \
+    relay acknowledges it, whatever happens to the network. Without a running 'run', it \
+    is sent by the next 'chat-sync run'. A recipient not yet in the file gets their \
+    profile from the relay when it can be reached, else a stand-in ('user 7').
+    """
+
+  struct Options: ParsableOptions {
+    var file: ClientFile
+    var relay: RelayAccess
+    var to: Int64
+    var text: String
+    init(_ o: inout OptionReader) {
+      file = ClientFile(&o)
+      relay = RelayAccess(&o)
+      to = o.option("--to", valueName: "id", help: "The recipient's user id.", required: true, parse: Parse.userID) ?? 0
+      text = o.argument("text", help: "The message (1 to 65,536 bytes of UTF-8).") ?? ""
+    }
+    func validate() throws {
+      try file.validate()
+      let bytes = text.utf8.count
+      guard bytes >= 1, bytes <= 65_536 else { throw ValidationError("The message must be 1 to 65,536 bytes; it has \(bytes)") }
+    }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let repository = try options.file.open(create: true)
+    if try repository.user(options.to) == nil {
+      let fetched: User? = (try? options.relay.transports()).flatMap { http, _ in
+        blocking { try? await fetchProfile(options.to, http) }
+      }
+      try repository.addPlaceholder(fetched ?? User(id: options.to, name: "user \(options.to)"))
+    }
+    let request = try repository.send(to: options.to, content: options.text)
+    let nudged = Nudge.send("outbox", to: options.file.target.path)
+    options.file.report(
+      context,
+      json: .object([
+        "requestId": .int(request.requestID), "toUserId": .int(request.toUserID), "status": .string(request.status.rawValue),
+        "createdAt": .string(request.createdAt), "runNudged": .bool(nudged),
+      ]),
+      text: "Queued request \(request.requestID) to user \(options.to)"
+        + (nudged ? "; 'chat-sync run' is sending it." : "; the next 'chat-sync run' sends it."))
+  }
+
+  static func fetchProfile(_ id: Int64, _ http: HTTPTransport) async throws -> User? {
+    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users/\(id)", timeout: 3))
+    guard reply.status == 200 else { return nil }
+    struct Profile: Decodable {
+      var id: Int64
+      var name: String
+      var avatarUrl: String?
+      var lastConnectedAt: String?
+    }
+    let profile = try JSONDecoder().decode(Profile.self, from: Data(reply.body))
+    return User(id: profile.id, name: profile.name, avatarURL: profile.avatarUrl, lastConnectedAt: profile.lastConnectedAt)
+  }
+}

@@ -1,0 +1,51 @@
+import ChatCLI
+import ChatStore
+import ChatSync
+
+/// `chat-sync typing --to ID`: show "typing…" to a contact for a few seconds.
+enum TypingCommand: ParsableCommand {
+  static let name = "typing"
+  static let abstract = "Tell a contact you are typing (it shows for about 5 seconds)."
+  static let discussion: String? = "Sent through a running 'chat-sync run', else on a socket of its own; never stored."
+
+  struct Options: ParsableOptions {
+    var file: ClientFile
+    var relay: RelayAccess
+    var to: Int64
+    var stop: Bool
+    init(_ o: inout OptionReader) {
+      file = ClientFile(&o)
+      relay = RelayAccess(&o)
+      to = o.option("--to", valueName: "id", help: "The contact's user id.", required: true, parse: Parse.userID) ?? 0
+      stop = o.flag("--stop", help: "Say typing stopped instead.")
+    }
+    func validate() throws { try file.validate() }
+  }
+
+  static func run(_ options: Options, in context: CommandContext) throws {
+    let line = "typing \(options.to) \(options.stop ? 0 : 1)"
+    var via = "chat-sync run"
+    if !Nudge.send(line, to: options.file.target.path) {
+      let (_, connector) = try options.relay.transports()
+      let event = JSONValue.object([
+        "type": "typing", "payload": .object(["toUserId": .int(options.to), "typing": .bool(!options.stop)]),
+      ]).render(pretty: false)
+      let error: String? = blocking {
+        do {
+          let socket = try await connector.connect()
+          socket.send(event)
+          try? await Task.sleep(for: .milliseconds(200))
+          socket.close()
+          return nil
+        } catch {
+          return "\(error)"
+        }
+      }
+      if let error { throw OnceFailure(status: .unavailable, message: "The relay could not be reached: \(error)") }
+      via = "its own socket"
+    }
+    options.file.report(
+      context, json: .object(["toUserId": .int(options.to), "typing": .bool(!options.stop), "via": .string(via)]),
+      text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)).")
+  }
+}

@@ -1,0 +1,278 @@
+import ChatStore
+import Foundation
+import Testing
+
+@testable import ChatSync
+
+/// One user's side: a data folder, a token, and `chat-sync` against the relay.
+final class Client {
+  let id: Int64
+  let folder: String
+  let token: String
+  let relay: RelayProcess
+  private(set) var running: Background?
+  private var runs = 0
+
+  init(_ id: Int64, name: String, relay: RelayProcess, folder: String) throws {
+    self.id = id
+    self.relay = relay
+    self.folder = folder + "/user\(id)"
+    token = try relay.addUser(id, name)
+    try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
+  }
+
+  var db: String { folder + "/chats-\(id).db" }
+  var environment: [String: String] { ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": token] }
+
+  func cli(_ arguments: [String]) throws -> Output {
+    try tool("chat-sync", [arguments[0], "--data-dir", folder, "--user", String(id)] + arguments.dropFirst(), environment: environment)
+  }
+
+  func start() throws {
+    runs += 1
+    running = try Background(
+      "chat-sync", ["run", "--data-dir", folder, "--user", String(id)], log: folder + "/run-\(runs).log", environment: environment)
+  }
+
+  /// SIGTERM; the run must end cleanly (exit 0).
+  func stop() throws {
+    guard let running else { return }
+    let status = running.stop()
+    self.running = nil
+    #expect(status == 0, "chat-sync run for user \(id) exited \(status): \(running.logText.suffix(2_000))")
+  }
+
+  var log: String { running?.logText ?? "" }
+
+  /// A read-only look at the file (a second connection, as a UI would have).
+  func count(_ sql: String) throws -> Int64 {
+    guard FileManager.default.fileExists(atPath: db) else { return 0 }
+    return try Database(path: db, mode: .readOnly).int64(sql) ?? 0
+  }
+
+  func messages(_ filter: String) throws -> [(id: Int64, content: String, status: String)] {
+    try Database(path: db, mode: .readOnly).query("SELECT id, content, status FROM Messages WHERE \(filter) ORDER BY id", []) {
+      ($0.int64(0), $0.string(1), $0.string(2))
+    }
+  }
+}
+
+func chatdbCheck(_ db: String) throws {
+  let out = try tool("chatdb", ["check", "--db", db])
+  #expect(out.status == 0, "chatdb check \(db): \(out.stdout) \(out.stderr)")
+}
+
+@Suite(.serialized) struct SystemTests {
+  @Test func aThousandMessagesArriveExactlyOnceThroughEveryFault() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(
+        folder: folder, faults: ["--faults", "drop-response=0.2,duplicate-event=0.1,close-socket=0.01", "--faults-seed", "11"])
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      // A knows B (a stand-in profile: they have not talked yet) and queues half before running.
+      #expect(try a.cli(["send", "--to", "2", "m0000"]).status == 0)
+      let outbox = try ChatRepository.open(user: 1, in: a.folder)
+      for i in 1..<500 { try outbox.send(to: 2, content: String(format: "m%04d", i)) }
+      try b.start()
+      try a.start()
+      defer {
+        try? a.stop()
+        try? b.stop()
+      }
+      // The other half while A runs, in bursts, each followed by a nudge.
+      for burst in 0..<10 {
+        for i in 0..<50 { try outbox.send(to: 2, content: String(format: "m%04d", 500 + burst * 50 + i)) }
+        Nudge.send("outbox", to: a.db)
+        try await Task.sleep(for: .milliseconds(100))
+      }
+      let fromA = "from_user_id = 1"
+      #expect(try waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 300 })
+      try relay.kill9AndRestart()
+      #expect(try waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 600 })
+      try relay.kill9AndRestart()
+      let arrived = try waitUntil(180) {
+        try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") == 1000 && a.count("SELECT count(*) FROM MessageRequests") == 0
+      }
+      let onB = try b.count("SELECT count(*) FROM Messages"), left = try a.count("SELECT count(*) FROM MessageRequests")
+      #expect(arrived, "B has \(onB) messages; A's outbox \(left)\n\(a.log.suffix(3_000))")
+      // Every message delivered, then B reads the conversation.
+      #expect(try waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status = 'SYNCED'") == 0 })
+      #expect(try b.cli(["read", "--with", "1"]).status == 0)
+      #expect(try waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status <> 'READ'") == 0 })
+      try a.stop()
+      try b.stop()
+
+      let onA = try a.messages(fromA), onBoth = try b.messages(fromA)
+      #expect(onA.count == 1000 && onBoth.count == 1000)
+      #expect(onA.map(\.id) == onBoth.map(\.id), "the same ids on both sides")
+      #expect(onA.map(\.content) == (0..<1000).map { String(format: "m%04d", $0) }, "in A's send order")
+      #expect(Set(onA.map(\.id)).count == 1000)
+      #expect(onA.allSatisfy { $0.status == "READ" })
+      #expect(try a.count("SELECT count(*) FROM MessageRequests") == 0)
+      // The faults really happened: lost answers replayed, sockets re-made, duplicates dropped.
+      let logA = try String(contentsOfFile: a.folder + "/run-1.log", encoding: .utf8)
+      let logB = try String(contentsOfFile: b.folder + "/run-1.log", encoding: .utf8)
+      #expect(logA.contains("(replayed)"))
+      #expect(logA.contains("reconnect 2"))
+      #expect(!logB.contains("duplicates dropped 0,"), "\(logB.suffix(400))")
+      try chatdbCheck(a.db)
+      try chatdbCheck(b.db)
+    }
+  }
+
+  @Test func runOnceSaysHowItEndedInItsExitCode() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      // A recipient the relay does not know: refused for good (404), exit 7 and the reason kept.
+      #expect(try a.cli(["send", "--to", "5", "nobody"]).status == 0)
+      let unsent = try a.cli(["run", "--once", "--json"])
+      #expect(unsent.status == 7, "\(unsent.stdout) \(unsent.stderr)")
+      #expect(unsent.stdout.contains(#""rejected":1"#))
+      let status = try a.cli(["status"])
+      #expect(status.stdout.contains("permanent 1") && status.stdout.contains("not_found"), "\(status.stdout)")
+      #expect(try a.cli(["delete", "1"]).status == 0)
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      // A wrong token: 77, one error line naming it.
+      let refused = try tool(
+        "chat-sync", ["run", "--once", "--data-dir", a.folder, "--user", "1"],
+        environment: ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": "wrong"])
+      #expect(refused.status == 77, "\(refused.stderr)")
+      #expect(refused.stderr.split(separator: "\n").filter { $0.hasPrefix("Error: ") }.count == 1)
+      // No relay: 69.
+      relay.stop()
+      let down = try a.cli(["run", "--once"])
+      #expect(down.status == 69, "\(down.stderr)")
+      // Bad command lines: 64.
+      #expect(try a.cli(["send", "--to", "2"]).status == 64)
+      #expect(try a.cli(["retry", "x"]).status == 64)
+      #expect(try tool("chat-sync", ["run", "--user", "1", "--data-dir", a.folder], environment: ["CHAT_SYNC_SERVER": ""]).status == 64)
+      // A token file others can read is refused.
+      let tokenFile = folder + "/token"
+      try a.token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+      chmod(tokenFile, 0o644)
+      let loose = try tool(
+        "chat-sync", ["status", "--data-dir", a.folder, "--user", "1"], environment: [:])
+      #expect(loose.status == 0, "status needs no relay")
+      let leaky = try tool(
+        "chat-sync", ["run", "--once", "--data-dir", a.folder, "--user", "1", "--server", relay.url, "--token-file", tokenFile],
+        environment: ["CHAT_SYNC_TOKEN": ""])
+      #expect(leaky.status == 77 && leaky.stderr.contains("chmod 600"), "\(leaky.stderr)")
+    }
+  }
+
+  @Test func messagesComposedWhileTheRelayIsDownArriveInOrder() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      relay.stop()
+      for i in 0..<50 {
+        let out = try a.cli(["send", "--to", "2", "offline \(i)"])
+        #expect(out.status == 0, "\(out.stderr)")
+      }
+      let once = try a.cli(["run", "--once", "--json"])
+      #expect(once.status == 69, "unreachable relay: \(once.stdout) \(once.stderr)")
+      #expect(try a.count("SELECT count(*) FROM MessageRequests") == 50)
+      try a.start()
+      try await Task.sleep(for: .milliseconds(500))
+      try relay.kill9AndRestart()
+      defer { relay.stop() }
+      try b.start()
+      #expect(try waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 50 })
+      try a.stop()
+      try b.stop()
+      #expect(try b.messages("1").map(\.content) == (0..<50).map { "offline \($0)" })
+      try chatdbCheck(a.db)
+      try chatdbCheck(b.db)
+    }
+  }
+
+  @Test func anOfflineRecipientGetsPushesThenEverythingAndTheSenderLearnsLater() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      for i in 0..<5 { #expect(try a.cli(["send", "--to", "2", "while you were out \(i)"]).status == 0) }
+      let sent = try a.cli(["run", "--once", "--json"])
+      #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
+      let pushes = try tool("chat-relay", ["push", "list", "--db", relay.db, "--json"])
+      #expect(pushes.stdout.components(separatedBy: #""toUserId":2"#).count - 1 == 5, "\(pushes.stdout)")
+      // A is offline now; B comes, syncs, reads.
+      let synced = try b.cli(["run", "--once"])
+      #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
+      #expect(try b.count("SELECT count(*) FROM Messages") == 5)
+      #expect(try b.count("SELECT count(*) FROM Users WHERE id = 1 AND name = 'Ada'") == 1, "the sender's profile came first")
+      #expect(try b.cli(["read", "--with", "1"]).status == 0)
+      #expect(try b.cli(["run", "--once"]).status == 0)
+      // A's next start learns both.
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      #expect(try a.messages("1").map(\.status) == Array(repeating: "READ", count: 5))
+      let history = try a.cli(["history", "--with", "2", "--json"])
+      #expect(history.status == 0 && history.stdout.contains("while you were out 4"))
+      let conversations = try b.cli(["conversations"])
+      #expect(conversations.stdout.contains("Ada"))
+      try chatdbCheck(a.db)
+      try chatdbCheck(b.db)
+    }
+  }
+
+  @Test func presenceAndTypingReachTheOtherSideQuickly() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      #expect(try a.cli(["send", "--to", "2", "hi"]).status == 0)
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      try b.start()
+      #expect(try waitUntil(20) { b.log.contains("sync: ") })
+      try a.start()
+      var started = Date()
+      #expect(try waitUntil(5) { b.log.contains("contact 1: online") })
+      let online = Date().timeIntervalSince(started)
+      #expect(try waitUntil(20) { a.log.contains("sync: ") })
+      started = Date()
+      #expect(try a.cli(["typing", "--to", "2"]).status == 0)
+      #expect(try waitUntil(5) { b.log.contains("contact 1: online, typing") })
+      let typing = Date().timeIntervalSince(started)
+      try a.stop()
+      #expect(try waitUntil(5) { b.log.contains("contact 1: offline") })
+      try b.stop()
+      print("presence after \(online) s, typing after \(typing) s")
+    }
+  }
+
+  @Test func maintenanceOnTheFileWhileItSyncsLosesNothing() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      #expect(try a.cli(["send", "--to", "2", "first"]).status == 0)
+      try a.start()
+      try b.start()
+      let outbox = try ChatRepository.open(user: 1, in: a.folder)
+      var maintenance: [Output] = []
+      for round in 0..<5 {
+        for i in 0..<40 { try outbox.send(to: 2, content: "r\(round) \(i)") }
+        Nudge.send("outbox", to: a.db)
+        maintenance.append(try tool("chatdb", ["check", "--db", a.db]))
+        maintenance.append(try tool("chatdb", ["export", "--db", a.db, "-o", folder + "/a-\(round).ndjson.zst"]))
+        maintenance.append(try tool("chatdb", ["evict", "--db", a.db, "--older-than", "3650d"]))
+      }
+      #expect(try waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 201 && a.count("SELECT count(*) FROM MessageRequests") == 0 })
+      try a.stop()
+      try b.stop()
+      for out in maintenance {
+        #expect(out.status == 0, "\(out.stdout) \(out.stderr)")
+        #expect(!out.stderr.contains("locked") && !out.stderr.contains("BUSY"))
+      }
+      #expect(try a.count("SELECT count(*) FROM Messages") == 201)
+      try chatdbCheck(a.db)
+    }
+  }
+}
