@@ -1,0 +1,231 @@
+import CWebSockets
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The process's one libwebsockets client context and the one thread servicing it,
+/// created on first use and kept for the life of the process.
+///
+/// Every socket lives on that context: a process with 500 sockets has one extra
+/// thread, blocked in `lws_service` while nothing happens.
+///
+/// See https://libwebsockets.org/lws-api-doc-v4.1-stable/html/md_READMEs_README_coding.html
+// @unchecked: both properties are immutable after init; the context's C memory (the
+// protocol table, its name) is never freed since the context is never destroyed.
+final class ClientLoop: @unchecked Sendable {
+  /// Created on first access (Swift runs a static's initializer once, thread-safely).
+  static let shared: Result<ClientLoop, TransportError> = Result { () throws(TransportError) in try ClientLoop() }
+
+  let core: ClientCore
+  let context: OpaquePointer
+
+  private init() throws(TransportError) {
+    // Errors only, as the relay does: lws logs every connection at NOTICE by default.
+    lws_set_log_level(Int32(LLL_ERR), nil)
+
+    let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
+    protocols.initialize(repeating: lws_protocols(), count: 2)
+    protocols[0].name = UnsafePointer(strdup("chat-sync-client"))
+    protocols[0].callback = syncClientCallback
+    protocols[0].per_session_data_size = 0
+    protocols[0].rx_buffer_size = 64 * 1024
+
+    let core = ClientCore()
+    var info = lws_context_creation_info()
+    info.port = CONTEXT_PORT_NO_LISTEN
+    info.protocols = UnsafePointer(protocols)
+    // Unretained: the core lives as long as this loop, which is never released.
+    info.user = Unmanaged.passUnretained(core).toOpaque()
+    info.gid = -1
+    info.uid = -1
+    // The bound on a connection attempt: TCP connect, and the upgrade's answer.
+    info.timeout_secs = 10
+    info.connect_timeout_secs = 10
+    guard let context = lws_create_context(&info) else {
+      throw TransportError("libwebsockets could not create its client context")
+    }
+    self.core = core
+    self.context = context
+    core.attach(context)
+    Thread { [core] in
+      // Named from inside: Foundation on Linux leaves the creator's name on the thread.
+      chat_name_this_thread("lws-client")
+      core.run()
+    }.start()
+  }
+}
+
+/// The client sockets' state and its answers to libwebsockets events.
+///
+/// A connection is found through its id, stored in its `lws` as the opaque user data
+/// (set through the connect info, so it is there from the first callback).
+// @unchecked: `shared` is a Mutex; every other property is touched only on the
+// service thread (the callbacks and run()).
+final class ClientCore: @unchecked Sendable {
+  let shared = Mutex(Shared())
+  var context: OpaquePointer?
+  var connections: [UInt64: ClientConnection] = [:]
+  /// Ping policies by `pingSeconds`; lws keeps pointing at a connection's policy, so
+  /// they are never freed (one per distinct value used in the process).
+  private var policies: [Int: UnsafeMutablePointer<lws_retry_bo_t>] = [:]
+
+  /// What other threads hand the service thread.
+  struct Shared: ~Copyable {
+    /// Nil until the context exists.
+    var context: ClientWakeHandle?
+    /// The service loop ended (lws_service failed): nothing more will open.
+    var dead = false
+    /// A wake is already on its way: further requests need not wake again.
+    var wakePending = false
+    var nextID: UInt64 = 0
+    /// Connections to start, in request order.
+    var opens: [(id: UInt64, request: OpenRequest, channel: SocketChannel)] = []
+    /// Callers of `open` still waiting, by id; whoever removes an entry resumes it.
+    var connecting: [UInt64: CheckedContinuation<LWSClientSocket, any Error>] = [:]
+    /// Open sockets, which accept `send` and `close`.
+    var live: Set<UInt64> = []
+    var queues: [UInt64: [String]] = [:]
+    var closing: Set<UInt64> = []
+    /// Sockets with something new to write or to close.
+    var wake: Set<UInt64> = []
+
+    /// The handle to wake the service thread with, unless a wake is already pending.
+    mutating func requestWake() -> ClientWakeHandle? {
+      guard !wakePending, let context else { return nil }
+      wakePending = true
+      return context
+    }
+  }
+
+  func attach(_ context: OpaquePointer) {
+    self.context = context
+    shared.withLock { $0.context = ClientWakeHandle(context: context) }
+  }
+
+  /// Services the context on the calling thread, for the life of the process.
+  func run() {
+    guard let context else { return }
+    // Blocks until a socket event, a timer (pings, timeouts) or lws_cancel_service.
+    while lws_service(context, 0) >= 0 {}
+    // Not expected: lws could not service its context. Fail everything still waiting.
+    let waiting = shared.withLock { state in
+      state.dead = true
+      state.context = nil
+      state.opens = []
+      let waiting = state.connecting
+      state.connecting = [:]
+      state.live = []
+      return waiting
+    }
+    for (_, continuation) in waiting { continuation.resume(throwing: TransportError("the WebSocket service thread stopped")) }
+    for (_, connection) in connections { connection.channel.finish() }
+    connections = [:]
+  }
+
+  // MARK: - Thread-safe requests
+
+  /// Asks the service thread to connect; returns once the socket is established.
+  func open(_ request: OpenRequest) async throws -> LWSClientSocket {
+    let id = shared.withLock { state -> UInt64 in
+      state.nextID += 1
+      return state.nextID
+    }
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<LWSClientSocket, any Error>) in
+        let outcome = shared.withLock { state -> Result<ClientWakeHandle?, any Error> in
+          // Checked under the lock: a cancellation handler that ran before this found nothing to cancel.
+          if Task.isCancelled { return .failure(CancellationError()) }
+          if state.dead { return .failure(TransportError("the WebSocket service thread stopped")) }
+          state.connecting[id] = continuation
+          state.opens.append((id, request, SocketChannel()))
+          return .success(state.requestWake())
+        }
+        switch outcome {
+        case .failure(let error): continuation.resume(throwing: error)
+        case .success(let wake): wake?.wake()
+        }
+      }
+    } onCancel: {
+      // The connection, if lws already started it, is dropped when it opens or fails.
+      shared.withLock { $0.connecting.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+    }
+  }
+
+  func send(_ text: String, to socket: UInt64) {
+    let wake = shared.withLock { state -> ClientWakeHandle? in
+      guard state.live.contains(socket), !state.closing.contains(socket) else { return nil }
+      state.queues[socket, default: []].append(text)
+      state.wake.insert(socket)
+      return state.requestWake()
+    }
+    wake?.wake()
+  }
+
+  func close(_ socket: UInt64) {
+    let wake = shared.withLock { state -> ClientWakeHandle? in
+      guard state.live.contains(socket), !state.closing.contains(socket) else { return nil }
+      state.closing.insert(socket)
+      state.wake.insert(socket)
+      return state.requestWake()
+    }
+    wake?.wake()
+  }
+
+  // MARK: - Service thread
+
+  /// The policy lws applies to a connection: a ping after `seconds` without valid
+  /// traffic, a hang-up after twice that.
+  func policy(pingSeconds seconds: Int) -> UnsafePointer<lws_retry_bo_t> {
+    if let policy = policies[seconds] { return UnsafePointer(policy) }
+    let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
+    policy.initialize(to: lws_retry_bo_t())
+    policy.pointee.secs_since_valid_ping = UInt16(clamping: seconds)
+    policy.pointee.secs_since_valid_hangup = UInt16(clamping: 2 * seconds)
+    policies[seconds] = policy
+    return UnsafePointer(policy)
+  }
+}
+
+/// Wakes `lws_service` from another thread.
+// @unchecked: lws_cancel_service is documented as callable from any thread, and the
+// client context is never destroyed.
+struct ClientWakeHandle: @unchecked Sendable {
+  let context: OpaquePointer
+
+  func wake() { lws_cancel_service(context) }
+}
+
+/// One connection's state on the service thread, from the connect request until
+/// lws destroys its `lws`.
+final class ClientConnection {
+  let id: UInt64
+  let channel: SocketChannel
+  let request: OpenRequest
+  var wsi: OpaquePointer?
+  /// The upgrade's HTTP status, once the answer's head was read.
+  var status = 0
+  /// The text message being joined from fragments.
+  var incoming: [UInt8] = []
+  /// Messages taken from the shared queue, last one first.
+  var outgoing: [String] = []
+  /// The connect info's strings, kept until the connection is gone.
+  private var strings: [UnsafeMutablePointer<CChar>] = []
+
+  init(id: UInt64, channel: SocketChannel, request: OpenRequest) {
+    self.id = id
+    self.channel = channel
+    self.request = request
+  }
+
+  /// A C copy of `text` that lives as long as this connection.
+  func cString(_ text: String) -> UnsafePointer<CChar> {
+    let copy = strdup(text)!
+    strings.append(copy)
+    return UnsafePointer(copy)
+  }
+
+  deinit { strings.forEach { free($0) } }
+}
