@@ -21,7 +21,7 @@ enum StatusCommand: ParsableCommand {
     let lastSync = try repository.syncInfo("last_sync_at")
     let cursor = try repository.syncCursor()
     let counts = try repository.outboxCounts()
-    let failed = try repository.outboxHeads().filter { $0.status == .failed }
+    let failed = try repository.failedRequests()
     let outbox = ["PENDING", "SENT", "FAILED", "permanent"].map { "\($0.lowercased()) \(counts[$0] ?? 0)" }.joined(separator: ", ")
     var lines = [
       "run:       \(running ? "running" : "not running") (\(state))",
@@ -29,12 +29,22 @@ enum StatusCommand: ParsableCommand {
       "cursor:    message \(cursor.messages), update \(cursor.updates)",
       "outbox:    \(outbox)",
     ]
-    for request in failed { lines.append("  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed")") }
+    for request in failed {
+      let when = request.isPermanentlyFailed ? "failed for good, 'chat-sync retry \(request.requestID)' sends it again" : "retried at \(request.nextAttemptAt ?? "")"
+      lines.append("  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed") (\(when))")
+    }
     options.file.report(
       context,
       json: .object([
         "running": .bool(running), "state": .string(state), "lastSyncAt": lastSync.map { .string($0) } ?? .null,
         "cursor": .object(["messages": .int(cursor.messages), "updates": .int(cursor.updates)]),
+        "failed": .array(
+          failed.map {
+            .object([
+              "requestId": .int($0.requestID), "toUserId": .int($0.toUserID), "reason": $0.failReason.map { .string($0) } ?? .null,
+              "permanent": .bool($0.isPermanentlyFailed), "failCount": .int(Int64($0.failCount)),
+            ])
+          }),
         "outbox": .object(Dictionary(uniqueKeysWithValues: ["PENDING", "SENT", "FAILED", "permanent"].map { ($0, JSONValue.int(Int64(counts[$0] ?? 0))) })),
       ]),
       text: lines.joined(separator: "\n"))

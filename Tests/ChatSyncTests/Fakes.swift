@@ -9,7 +9,8 @@ import Testing
 func withDataFolder<T>(_ body: (String) async throws -> T) async throws -> T {
   let url = FileManager.default.temporaryDirectory.appendingPathComponent("chatsync-tests-\(UUID().uuidString)", isDirectory: true)
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-  defer { try? FileManager.default.removeItem(at: url) }
+  // KEEP_TEST_DATA=1 keeps the folder (logs, files) for a look after a failure.
+  defer { if ProcessInfo.processInfo.environment["KEEP_TEST_DATA"] == nil { try? FileManager.default.removeItem(at: url) } }
   return try await body(url.path)
 }
 

@@ -130,7 +130,7 @@ func chatdbCheck(_ db: String) throws {
       #expect(try a.cli(["send", "--to", "5", "nobody"]).status == 0)
       let unsent = try a.cli(["run", "--once", "--json"])
       #expect(unsent.status == 7, "\(unsent.stdout) \(unsent.stderr)")
-      #expect(unsent.stdout.contains(#""rejected":1"#))
+      #expect(unsent.stdout.contains(#""rejected": 1"#))
       let status = try a.cli(["status"])
       #expect(status.stdout.contains("permanent 1") && status.stdout.contains("not_found"), "\(status.stdout)")
       #expect(try a.cli(["delete", "1"]).status == 0)
@@ -200,7 +200,7 @@ func chatdbCheck(_ db: String) throws {
       let sent = try a.cli(["run", "--once", "--json"])
       #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
       let pushes = try tool("chat-relay", ["push", "list", "--db", relay.db, "--json"])
-      #expect(pushes.stdout.components(separatedBy: #""toUserId":2"#).count - 1 == 5, "\(pushes.stdout)")
+      #expect(pushes.stdout.components(separatedBy: #""toUserId": 2"#).count - 1 == 5, "\(pushes.stdout)")
       // A is offline now; B comes, syncs, reads.
       let synced = try b.cli(["run", "--once"])
       #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")

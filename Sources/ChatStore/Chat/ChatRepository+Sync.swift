@@ -102,6 +102,18 @@ extension ChatRepository {
     }
   }
 
+  /// FAILED requests, waiting for a retry or failed for good, by request id.
+  public func failedRequests(limit: Int = 100) throws -> [MessageRequest] {
+    try database.read { db in
+      try db.query(
+        """
+        SELECT request_id, to_user_id, content, status, created_at, last_modified_at, last_sent_at,
+          coalesce(fail_count, 0), next_attempt_at, fail_reason
+        FROM MessageRequests WHERE status = 'FAILED' ORDER BY request_id LIMIT ?
+        """, [limit], Self.request)
+    }
+  }
+
   /// After a restart nothing is in flight: requests left `SENT` by a killed process are
   /// due now (the relay deduplicates by request id). Returns how many.
   @discardableResult

@@ -126,6 +126,7 @@ public actor SyncEngine {
       await finish()
       return .unreachable("\(error)")
     }
+    try? repository.setSyncInfo("last_sync_at", Timestamp.now())
     await sendPendingReceipts()
     await outboxLoop(untilIdle: true, deadline: ContinuousClock.now.advanced(by: .milliseconds(Int64(deadline * 1000))))
     await settleAcknowledgements(timeout: 2)

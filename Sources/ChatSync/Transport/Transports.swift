@@ -69,6 +69,11 @@ public struct HTTPTransport: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body)
       }
+      // Each request gets a connection of its own. When a kept-alive connection closes
+      // without an answer (the relay's lost-ack fault, a restart), libcurl replays the
+      // next request on a fresh connection without its body, and the relay waits 5 s
+      // for bytes that never come: every lost answer cost 5 s (measured).
+      request.setValue("close", forHTTPHeaderField: "Connection")
       do {
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw TransportError("not an HTTP answer") }
