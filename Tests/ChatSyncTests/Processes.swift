@@ -143,12 +143,13 @@ struct TestFailure: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass.
-func waitUntil(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+/// Polls `condition` every 50 ms until it holds or `seconds` pass, without holding a
+/// thread of the test pool while it waits.
+func waitUntil(_ seconds: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
   let deadline = Date().addingTimeInterval(seconds)
   while Date() < deadline {
     if try condition() { return true }
-    usleep(50_000)
+    try? await Task.sleep(for: .milliseconds(50))
   }
   return try condition()
 }

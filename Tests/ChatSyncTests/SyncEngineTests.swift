@@ -12,7 +12,7 @@ import Testing
       for i in 1...3 { try repository.send(to: 3, content: "to cy \(i)") }
       let relay = ScriptedRelay()
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(FakeSocket()), options: .test)
-      #expect(await engine.runOnce(deadline: 5) == .done)
+      #expect(await engine.runOnce(deadline: 30) == .done)
       let posts = relay.posts.map { String(decoding: $0.body ?? [], as: UTF8.self) }
       let bob = posts.filter { $0.contains("to bob") }.map { $0.contains("to bob 1") ? 1 : $0.contains("to bob 2") ? 2 : $0.contains("to bob 3") ? 3 : $0.contains("to bob 4") ? 4 : 5 }
       #expect(bob == [1, 2, 3, 4, 5])
@@ -37,9 +37,9 @@ import Testing
         return nil
       }
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
-      #expect(await engine.runOnce(deadline: 5) == .done)
+      #expect(await engine.runOnce(deadline: 30) == .done)
       let bodies = relay.posts.map { String(decoding: $0.body ?? [], as: UTF8.self) }
-      #expect(bodies.count == 4)
+      try #require(bodies.count == 4)
       #expect(bodies[0].contains("first") && bodies[1].contains("first") && bodies[2].contains("first") && bodies[3].contains("second"))
       let metrics = await engine.metrics
       #expect(metrics.failedAttempts == 2 && metrics.retries == 2 && metrics.sent == 2)
@@ -60,9 +60,10 @@ import Testing
         return inner.answer(call)
       }
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
-      #expect(await engine.runOnce(deadline: 5) == .done)
+      #expect(await engine.runOnce(deadline: 30) == .done)
       let ids = relay.posts.map { String(decoding: $0.body ?? [], as: UTF8.self) }
-      #expect(ids.count == 2 && ids.allSatisfy { $0.contains(#""requestId":\#(request.requestID)"#) })
+      try #require(ids.count == 2)
+      #expect(ids.allSatisfy { $0.contains(#""requestId":\#(request.requestID)"#) })
       #expect(await engine.metrics.replayed == 1)
       let check = try ChatRepository.open(user: 1, in: folder)
       #expect(try check.timeline(conversation: 2).items.count == 1)
@@ -96,7 +97,7 @@ import Testing
           ? HTTPReply(status: 409, body: Array(#"{"error":{"code":"conflict","message":"requestId reused"}}"#.utf8)) : nil
       }
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
-      #expect(await engine.runOnce(deadline: 3) == .unsent(waiting: 0, permanent: 1))
+      #expect(await engine.runOnce(deadline: 30) == .unsent(waiting: 0, permanent: 1))
       let check = try ChatRepository.open(user: 1, in: folder)
       let failed = try #require(try check.request(bad.requestID))
       #expect(failed.isPermanentlyFailed && failed.failReason == "HTTP 409 conflict: requestId reused")
@@ -111,7 +112,7 @@ import Testing
       try repository.markSent(request.requestID, replyTimeout: 3_600)
       let relay = ScriptedRelay()
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
-      #expect(await engine.runOnce(deadline: 3) == .done)
+      #expect(await engine.runOnce(deadline: 30) == .done)
       #expect(relay.posts.count == 1)
     }
   }
@@ -139,6 +140,9 @@ import Testing
       socket.deliver(incoming)
       socket.deliver(#"{"type":"new_message","payload":{"messageId":100,"fromUserId":9,"toUserId":1,"content":"who?","status":"SYNCED","createdAt":"2026-01-01T00:00:02.000Z"}}"#)
       socket.deliver("garbage")
+      socket.deliver(#"{"type":"contact_status_update","payload":{"userId":2,"online":true,"lastSeenAt":null,"typing":true,"typingExpiresInMs":300}}"#)
+      #expect(await eventually { await engine.typingContacts() == [2] })
+      #expect(await eventually { await engine.typingContacts().isEmpty }, "typing expires after typingExpiresInMs")
       #expect(await eventually { await engine.metrics.received == 3 })
       #expect(await eventually { socket.sent.contains { $0.contains("delivery_ack") } })
       socket.deliver(#"{"type":"delivery_acknowledged","payload":{"messageIds":[99,100]}}"#)

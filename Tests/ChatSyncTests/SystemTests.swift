@@ -87,19 +87,19 @@ func chatdbCheck(_ db: String) throws {
         try await Task.sleep(for: .milliseconds(100))
       }
       let fromA = "from_user_id = 1"
-      #expect(try waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 300 })
+      #expect(try await waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 300 })
       try relay.kill9AndRestart()
-      #expect(try waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 600 })
+      #expect(try await waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 600 })
       try relay.kill9AndRestart()
-      let arrived = try waitUntil(180) {
+      let arrived = try await waitUntil(180) {
         try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") == 1000 && a.count("SELECT count(*) FROM MessageRequests") == 0
       }
       let onB = try b.count("SELECT count(*) FROM Messages"), left = try a.count("SELECT count(*) FROM MessageRequests")
       #expect(arrived, "B has \(onB) messages; A's outbox \(left)\n\(a.log.suffix(3_000))")
       // Every message delivered, then B reads the conversation.
-      #expect(try waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status = 'SYNCED'") == 0 })
+      #expect(try await waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status = 'SYNCED'") == 0 })
       #expect(try b.cli(["read", "--with", "1"]).status == 0)
-      #expect(try waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status <> 'READ'") == 0 })
+      #expect(try await waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status <> 'READ'") == 0 })
       try a.stop()
       try b.stop()
 
@@ -181,7 +181,7 @@ func chatdbCheck(_ db: String) throws {
       try relay.kill9AndRestart()
       defer { relay.stop() }
       try b.start()
-      #expect(try waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 50 })
+      #expect(try await waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 50 })
       try a.stop()
       try b.stop()
       #expect(try b.messages("1").map(\.content) == (0..<50).map { "offline \($0)" })
@@ -229,20 +229,22 @@ func chatdbCheck(_ db: String) throws {
       #expect(try a.cli(["send", "--to", "2", "hi"]).status == 0)
       #expect(try a.cli(["run", "--once"]).status == 0)
       try b.start()
-      #expect(try waitUntil(20) { b.log.contains("sync: ") })
+      #expect(try await waitUntil(20) { b.log.contains("sync: ") })
       try a.start()
       var started = Date()
-      #expect(try waitUntil(5) { b.log.contains("contact 1: online") })
+      #expect(try await waitUntil(5) { b.log.contains("contact 1: online") })
       let online = Date().timeIntervalSince(started)
-      #expect(try waitUntil(20) { a.log.contains("sync: ") })
+      #expect(try await waitUntil(20) { a.log.contains("sync: ") })
       started = Date()
       #expect(try a.cli(["typing", "--to", "2"]).status == 0)
-      #expect(try waitUntil(5) { b.log.contains("contact 1: online, typing") })
+      #expect(try await waitUntil(5) { b.log.contains("contact 1: online, typing") })
       let typing = Date().timeIntervalSince(started)
       try a.stop()
-      #expect(try waitUntil(5) { b.log.contains("contact 1: offline") })
+      #expect(try await waitUntil(5) { b.log.contains("contact 1: offline") })
       try b.stop()
       print("presence after \(online) s, typing after \(typing) s")
+      try chatdbCheck(a.db)
+      try chatdbCheck(b.db)
     }
   }
 
@@ -264,7 +266,7 @@ func chatdbCheck(_ db: String) throws {
         maintenance.append(try tool("chatdb", ["export", "--db", a.db, "-o", folder + "/a-\(round).ndjson.zst"]))
         maintenance.append(try tool("chatdb", ["evict", "--db", a.db, "--older-than", "3650d"]))
       }
-      #expect(try waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 201 && a.count("SELECT count(*) FROM MessageRequests") == 0 })
+      #expect(try await waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 201 && a.count("SELECT count(*) FROM MessageRequests") == 0 })
       try a.stop()
       try b.stop()
       for out in maintenance {

@@ -59,6 +59,8 @@ public actor SyncEngine {
   public private(set) var metrics = SyncMetrics()
   /// Contacts' presence and typing, as last reported (for display).
   public private(set) var presence: [Int64: ContactStatus] = [:]
+  /// Until when each contact's typing signal holds (it expires unless renewed).
+  private var typingUntil: [Int64: ContinuousClock.Instant] = [:]
 
   private var socket: (any RelaySocket)?
   private var socketTask: Task<Void, Never>?
@@ -255,6 +257,11 @@ public actor SyncEngine {
         try apply(update, .read)
       case .contactStatus(let status):
         presence[status.userId] = status
+        if status.typing == true {
+          typingUntil[status.userId] = .now.advanced(by: .milliseconds(status.typingExpiresInMs ?? 5_000))
+        } else {
+          typingUntil[status.userId] = nil
+        }
         if let seen = status.lastSeenAt { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
         log("contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
       case .deliveryAcknowledged(let ids):
@@ -402,6 +409,13 @@ public actor SyncEngine {
     guard let socket else { return false }
     socket.send(ClientEvent.typing(to: user, typing))
     return true
+  }
+
+  /// The contacts typing now: their signal arrived and has not expired.
+  public func typingContacts() -> [Int64] {
+    let now = ContinuousClock.now
+    typingUntil = typingUntil.filter { $0.value > now }
+    return typingUntil.keys.sorted()
   }
 
   /// Whether the socket is up and the sync after its connect has finished.
