@@ -91,6 +91,9 @@ enum RunCommand: ParsableCommand {
     blocking { await engine.run() }
     reporter.cancel()
     let metrics = blocking { await engine.metrics }
+    if let reason = blocking({ await engine.haltReason }) {
+      throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
+    }
     options.file.report(context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
   }
 }
@@ -118,7 +121,7 @@ final class NudgeListenerBox: @unchecked Sendable {
         switch words.first {
         case "typing" where words.count == 3:
           if let user = Int64(words[1]) { await engine.typing(to: user, words[2] == "1") }
-        case "read": await engine.flushReceipts()
+        case "read": await engine.scheduleReceipts()
         default: await engine.nudge()
         }
       }

@@ -205,6 +205,7 @@ func chatdbCheck(_ db: String) throws {
       let synced = try b.cli(["run", "--once"])
       #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
       #expect(try b.count("SELECT count(*) FROM Messages") == 5)
+      #expect(try b.count("SELECT count(*) FROM Messages WHERE status = 'SYNCED'") == 0, "the relay confirmed the acknowledgements")
       #expect(try b.count("SELECT count(*) FROM Users WHERE id = 1 AND name = 'Ada'") == 1, "the sender's profile came first")
       #expect(try b.cli(["read", "--with", "1"]).status == 0)
       #expect(try b.cli(["run", "--once"]).status == 0)

@@ -72,6 +72,7 @@ public actor SyncEngine {
   private var acksInFlight: Set<Int64> = []
   private var acksQueued: [Int64] = []
   private var flushScheduled = false
+  private var receiptsScheduled = false
   /// The status-update cursor as stored; socket updates move it only when contiguous.
   private var updateCursor: Int64 = 0
   private var updatesAckDirty = false
@@ -112,11 +113,14 @@ public actor SyncEngine {
       return .unreachable("\(error)")
     }
     // The socket is wanted for acknowledgements and receipts; HTTP does the rest.
+    var events: Task<Void, Never>?
     if let socket = try? await connector.connect() {
       attach(socket)
+      events = Task { for await text in socket.messages { await handle(text) } }
     } else {
       log("socket: not connected; syncing over HTTP only")
     }
+    defer { events?.cancel() }
     do {
       try await cursorSync()
     } catch SyncFailure.unauthorized(let reason) {
@@ -418,11 +422,24 @@ public actor SyncEngine {
     return typingUntil.keys.sorted()
   }
 
+  /// Why the engine stopped on its own (the relay refused the token), if it did.
+  public var haltReason: String? { halted }
+
+  /// Sends the queued read receipts after a short pause, so several marks in a row
+  /// (`chat-sync read` on a few conversations) go out together.
+  public func scheduleReceipts() {
+    guard !receiptsScheduled else { return }
+    receiptsScheduled = true
+    Task {
+      try? await Task.sleep(for: .milliseconds(Int64(options.batchDelay * 4_000)))
+      receiptsScheduled = false
+      await sendPendingReceipts()
+    }
+  }
+
   /// Whether the socket is up and the sync after its connect has finished.
   public var isSynced: Bool { socket != nil && synced }
 
-  /// Anything that came in from another process (`chat-sync read`): sent now.
-  public func flushReceipts() async { await sendPendingReceipts() }
 
   // MARK: - The outbox
 
