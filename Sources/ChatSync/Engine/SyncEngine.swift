@@ -503,7 +503,7 @@ public actor SyncEngine {
         metrics.sent += 1
         if replayed { metrics.replayed += 1 }
         let elapsed = started.duration(to: .now).components
-        metrics.sendLatencies.append(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+        metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         firstTried[request.requestID] = nil
         log("sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")")
       case .retryable(let reason, let retryAfter):

@@ -20,8 +20,15 @@ public struct SyncMetrics: Sendable, Equatable {
   /// Socket connections made, and how many of them were reconnects.
   public var connections = 0
   public var reconnects: Int { max(0, connections - 1) }
-  /// Milliseconds from a request's first attempt in this run to its acknowledgement.
-  public var sendLatencies: [Double] = []
+  /// Milliseconds from a request's first attempt in this run to its acknowledgement:
+  /// the latest `latencyWindow` to 2× that many, so a long `run` stays flat in memory.
+  public private(set) var sendLatencies: [Double] = []
+  public static let latencyWindow = 10_000
+
+  public mutating func recordLatency(_ milliseconds: Double) {
+    sendLatencies.append(milliseconds)
+    if sendLatencies.count >= 2 * Self.latencyWindow { sendLatencies.removeFirst(Self.latencyWindow) }
+  }
 
   public init() {}
 
