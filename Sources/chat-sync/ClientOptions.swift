@@ -41,6 +41,21 @@ struct ClientFile: Sendable {
   }
 }
 
+/// `<request-id>` and the file: the options of `retry` and `delete`.
+struct RequestOptions: ParsableOptions {
+  var file: ClientFile
+  var requestText: String
+  init(_ o: inout OptionReader) {
+    file = ClientFile(&o)
+    requestText = o.argument("request-id", help: "The request id (chat-sync status, history).") ?? ""
+  }
+  var request: Int64 { Int64(requestText) ?? 0 }
+  func validate() throws {
+    try file.validate()
+    guard request > 0 else { throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)") }
+  }
+}
+
 /// `--server` and the token: how to reach the relay.
 struct RelayAccess: Sendable {
   static let serverVariable = "CHAT_SYNC_SERVER"

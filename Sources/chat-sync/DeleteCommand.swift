@@ -7,19 +7,7 @@ enum DeleteCommand: ParsableCommand {
   static let abstract = "Delete a failed message that was never sent."
   static let discussion: String? = "Only FAILED requests can be deleted: a message being sent is never dropped."
 
-  struct Options: ParsableOptions {
-    var file: ClientFile
-    var requestText: String
-    init(_ o: inout OptionReader) {
-      file = ClientFile(&o)
-      requestText = o.argument("request-id", help: "The request id (chat-sync status, history).") ?? ""
-    }
-    var request: Int64 { Int64(requestText) ?? 0 }
-    func validate() throws {
-      try file.validate()
-      guard request > 0 else { throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)") }
-    }
-  }
+  typealias Options = RequestOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)

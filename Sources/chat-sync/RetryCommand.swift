@@ -7,19 +7,7 @@ enum RetryCommand: ParsableCommand {
   static let name = "retry"
   static let abstract = "Send a failed message again (\"tap to retry\")."
 
-  struct Options: ParsableOptions {
-    var file: ClientFile
-    var requestText: String
-    init(_ o: inout OptionReader) {
-      file = ClientFile(&o)
-      requestText = o.argument("request-id", help: "The request id (chat-sync status, history).") ?? ""
-    }
-    var request: Int64 { Int64(requestText) ?? 0 }
-    func validate() throws {
-      try file.validate()
-      guard request > 0 else { throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)") }
-    }
-  }
+  typealias Options = RequestOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)
