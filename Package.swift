@@ -61,6 +61,9 @@ let package = Package(
     .executableTarget(name: "chat-sync", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
+    // The sync client's drivers for scripts/bench.d/sync.sh (many engines in one process);
+    // not shipped to users.
+    .executableTarget(name: "chat-sync-bench", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
 
     // MARK: - Tests
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
