@@ -50,6 +50,10 @@ final class Client {
     return try Database(path: db, mode: .readOnly).int64(sql) ?? 0
   }
 
+  func messagesRequests() throws -> [Int64] {
+    try Database(path: db, mode: .readOnly).query("SELECT request_id FROM MessageRequests ORDER BY request_id", []) { $0.int64(0) }
+  }
+
   func messages(_ filter: String) throws -> [(id: Int64, content: String, status: String)] {
     try Database(path: db, mode: .readOnly).query("SELECT id, content, status FROM Messages WHERE \(filter) ORDER BY id", []) {
       ($0.int64(0), $0.string(1), $0.string(2))
@@ -133,7 +137,8 @@ func chatdbCheck(_ db: String) throws {
       #expect(unsent.stdout.contains(#""rejected": 1"#))
       let status = try a.cli(["status"])
       #expect(status.stdout.contains("permanent 1") && status.stdout.contains("not_found"), "\(status.stdout)")
-      #expect(try a.cli(["delete", "1"]).status == 0)
+      let failed = try #require(try a.messagesRequests().first)
+      #expect(try a.cli(["delete", String(failed)]).status == 0)
       #expect(try a.cli(["run", "--once"]).status == 0)
       // A wrong token: 77, one error line naming it.
       let refused = try tool(

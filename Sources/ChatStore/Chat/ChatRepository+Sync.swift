@@ -81,25 +81,35 @@ extension ChatRepository {
     }
   }
 
-  /// The next request to send in each conversation: the oldest (by request id) that
-  /// is neither a draft nor permanently failed, with its due time. A conversation
-  /// whose head waits for its backoff waits whole, so it reaches the relay in order.
+  /// The next request to send in each conversation: the first (in the timeline's order,
+  /// creation time then request id) that is neither a draft nor permanently failed,
+  /// with its due time. A conversation whose head waits for its backoff waits whole, so
+  /// it reaches the relay in order.
+  ///
+  /// The conversations are walked by a skip-scan of `MessageRequests_by_conversation`
+  /// and each head is one seek on it: the cost does not grow with the backlog (reading
+  /// every queued request on each step made sending a backlog of n cost n²).
   public func outboxHeads() throws -> [MessageRequest] {
-    try database.read { db in
-      var heads: [MessageRequest] = []
-      try db.cachedStatement(
-        """
-        SELECT request_id, to_user_id, content, status, created_at, last_modified_at, last_sent_at,
-          coalesce(fail_count, 0), next_attempt_at, fail_reason
-        FROM MessageRequests WHERE next_attempt_at IS NOT NULL AND status IN ('PENDING', 'SENT', 'FAILED')
-        ORDER BY to_user_id, request_id
-        """
-      ).forEachRow([]) { row in
-        let request = Self.request(row)
-        if heads.last?.toUserID != request.toUserID { heads.append(request) }
-      }
-      return heads
-    }
+    var heads: [MessageRequest] = []
+    try database.cachedStatement(
+      """
+      WITH RECURSIVE conversations(id) AS (
+        SELECT min(to_user_id) FROM MessageRequests
+        UNION ALL
+        SELECT (SELECT min(to_user_id) FROM MessageRequests WHERE to_user_id > conversations.id)
+        FROM conversations WHERE conversations.id IS NOT NULL
+      )
+      SELECT r.request_id, r.to_user_id, r.content, r.status, r.created_at, r.last_modified_at, r.last_sent_at,
+        coalesce(r.fail_count, 0), r.next_attempt_at, r.fail_reason
+      FROM conversations JOIN MessageRequests r ON r.request_id = (
+        SELECT request_id FROM MessageRequests
+        WHERE to_user_id = conversations.id AND next_attempt_at IS NOT NULL AND status IN ('PENDING', 'SENT', 'FAILED')
+        ORDER BY created_at, request_id LIMIT 1)
+      WHERE conversations.id IS NOT NULL
+      ORDER BY r.to_user_id
+      """
+    ).forEachRow { heads.append(Self.request($0)) }
+    return heads
   }
 
   /// FAILED requests, waiting for a retry or failed for good, by request id.

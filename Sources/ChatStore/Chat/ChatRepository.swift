@@ -94,9 +94,13 @@ public final class ChatRepository {
     }
     let at = timestamp
     return try database.write { db in
+      // Request ids rise in the file and start from the clock's MessageID: a new file
+      // for the same user (a new device, a restored backup) never reuses an id the
+      // relay still remembers (it keeps them 7 days and refuses a reused one with 409).
+      let floor = MessageID.make(milliseconds: min(max(Timestamp.milliseconds(from: at) ?? 0, MessageID.representable.lowerBound), MessageID.representable.upperBound))
       guard
         let requestID = try db.int64(
-          "UPDATE StoreInfo SET value = value + 1 WHERE key = 'last_request_id' RETURNING value")
+          "UPDATE StoreInfo SET value = max(value + 1, ?) WHERE key = 'last_request_id' RETURNING value", [floor])
       else { throw StoreError(.schemaMismatch, "\(db.path): StoreInfo has no last_request_id", path: db.path) }
       let request = MessageRequest(
         requestID: requestID, toUserID: recipient, content: content, status: .pending, createdAt: at,

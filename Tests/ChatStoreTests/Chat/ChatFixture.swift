@@ -9,6 +9,8 @@ final class ChatFixture {
   let folder: String
   let chats: ChatRepository
   var clock: Int64 = 1_780_000_000_000  // milliseconds since 1970
+  /// The request ids `send` gave, in order (set by the property tests).
+  var requestIDs: [Int64] = []
 
   static let owner: Int64 = 1
 

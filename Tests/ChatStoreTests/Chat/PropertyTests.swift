@@ -57,18 +57,24 @@ struct SplitMix64: RandomNumberGenerator {
     return (sends, events, acknowledged)
   }
 
+  /// Applies the history; events name requests by their place in `sends` (a `sync` echo
+  /// by place + 1 in `requestID`), mapped here to the ids `send` gave.
   func apply(_ sends: [(Int64, String)], _ events: [Event]) throws -> ChatFixture {
     let f = try ChatFixture()
+    var ids: [Int64] = []
     for (contact, content) in sends {
-      try f.chats.send(to: contact, content: content)
+      ids.append(try f.chats.send(to: contact, content: content).requestID)
       f.tick()
     }
+    f.requestIDs = ids
     for event in events {
       switch event {
       case .acknowledge(let request, let id):
         let sent = sends[request]
-        try f.chats.acknowledge(f.outgoing(id, to: sent.0, sent.1), requestID: Int64(request + 1))
-      case .sync(let message): try f.chats.receive(message)
+        try f.chats.acknowledge(f.outgoing(id, to: sent.0, sent.1), requestID: ids[request])
+      case .sync(var message):
+        if let place = message.requestID { message.requestID = ids[Int(place) - 1] }
+        try f.chats.receive(message)
       case .receipt(let status, let id): try f.chats.apply(status, toMessage: id)
       case .receiptUpTo(let status, let id, let conversation): try f.chats.apply(status, upTo: id, inConversation: conversation)
       }
@@ -79,7 +85,8 @@ struct SplitMix64: RandomNumberGenerator {
   @Test(arguments: 1...12 as ClosedRange<UInt64>)
   func anyOrderEndsInTheSameContent(seed: UInt64) throws {
     let (sends, events, acknowledged) = history(seed: seed)
-    let reference = try apply(sends, events).contents()
+    let applied = try apply(sends, events)
+    let reference = try applied.contents()
     var rng = SplitMix64(state: seed &* 7919)
     for _ in 0..<4 {
       let shuffled = try apply(sends, events.shuffled(using: &rng)).contents()
@@ -90,7 +97,7 @@ struct SplitMix64: RandomNumberGenerator {
     let requestRows = reference.filter { $0.hasPrefix("R ") }
     #expect(Set(messageRows.map { $0.split(separator: "|")[0] }).count == messageRows.count)
     #expect(requestRows.count == sends.count - acknowledged.count)
-    for i in acknowledged { #expect(!requestRows.contains { $0.hasPrefix("R \(i + 1)|") }) }
+    for i in acknowledged { #expect(!requestRows.contains { $0.hasPrefix("R \(applied.requestIDs[i])|") }) }
   }
 }
 
