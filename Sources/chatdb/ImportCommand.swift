@@ -10,8 +10,10 @@ enum ImportCommand: ParsableCommand {
   static let discussion: String? = """
     Records are users, messages and outbox requests, one JSON object per line; zstd \
     input is detected by its magic number. Messages are keyed by id and requests by \
-    request id, so importing the same file twice changes nothing. A chatdb export is \
-    checked whole first (zstd checksum, trailer, counts) and refused if damaged. The \
+    request id, so importing the same file twice changes nothing. A damaged chatdb \
+    export (zstd checksum, trailer, counts) changes nothing: into a new file it is \
+    imported in one pass into a temporary file moved into place at the end, into an \
+    existing one it is checked whole first. The \
     first bad record stops the import: its batch is rolled back, the batches before it \
     stay committed (re-run after fixing the file); a file the import created is removed \
     when nothing was committed. Whose history it is comes from --user, else the file \
@@ -61,8 +63,31 @@ enum ImportCommand: ParsableCommand {
     let path = target.path
     let input = options.input
     var owner = target.userID
-    // A whole-file check first: a damaged export is refused before anything changes,
-    // and the decoded size tells how much room the import needs.
+    // A new file from a chatdb export: one pass into a temporary file beside it, moved
+    // into place only once the whole export checked out (zstd checksum, trailer,
+    // counts), so a damaged export leaves nothing behind; reading it twice (check, then
+    // import) was about 15% of a 1M-message zstd import.
+    if input != "-", !FileSystem.exists(path), let header = try ExportVerifier.header(path: input) {
+      if let owner, owner != header.userID {
+        throw StoreError(.badInput, "\(input): this history belongs to user \(header.userID), not \(owner) (nothing was imported)", path: input)
+      }
+      try requireSpace(estimatedDecodedBytes(input) * 3 / 2, toWrite: path)
+      let temporary = temporaryPath(for: path)
+      removeDatabase(temporary)
+      let summary: ImportSummary
+      do {
+        var created = false
+        (summary, _) = try importHistory(
+          from: try ByteSource.open(path: input), into: temporary, owner: header.userID, options, progress, expected: nil, created: &created)
+        try publish(temporary, as: path)
+      } catch {
+        removeDatabase(temporary)
+        throw error
+      }
+      return result(summary, owner: header.userID, created: true, started: started, options, path)
+    }
+    // Otherwise a whole-file check first: a damaged export is refused before anything
+    // changes, and the decoded size tells how much room the import needs.
     var expected: Int64?
     if input != "-" {
       let verification = try ExportVerifier.verify(path: input)
@@ -73,10 +98,7 @@ enum ImportCommand: ParsableCommand {
         }
         if owner == nil && !FileSystem.exists(path) { owner = exporter }
       }
-      // A database takes about 1.5× its NDJSON; zstd NDJSON is about 4× smaller.
-      let fileSize = FileSystem.size(atPath: input) ?? 0
-      let decoded = try verification.decodedBytes ?? (ByteSource.open(path: input).isCompressed ? fileSize * 4 : fileSize)
-      try requireSpace(decoded * 3 / 2, toWrite: path)
+      try requireSpace((try verification.decodedBytes ?? estimatedDecodedBytes(input)) * 3 / 2, toWrite: path)
     }
     let source = try ByteSource.open(path: input)
     var created = false
@@ -89,6 +111,44 @@ enum ImportCommand: ParsableCommand {
       if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { removeDatabase(path) }
       throw error
     }
+    return result(summary, owner: resolvedOwner, created: created, started: started, options, path)
+  }
+
+  /// A database takes about 1.5× its NDJSON; zstd NDJSON is about 4× smaller.
+  static func estimatedDecodedBytes(_ input: String) throws -> Int64 {
+    let fileSize = FileSystem.size(atPath: input) ?? 0
+    return try ByteSource.open(path: input).isCompressed ? fileSize * 4 : fileSize
+  }
+
+  /// `.chats-1.db.importing` beside `chats-1.db`.
+  static func temporaryPath(for path: String) -> String {
+    let (folder, name) = FileSystem.splitPath(path)
+    return FileSystem.joinPath(folder, ".\(name).importing")
+  }
+
+  /// Moves the finished temporary database to `path`: its WAL checkpointed into it
+  /// first (the companions stay behind with the old name), then linked under the new
+  /// name, which fails rather than replace a file that appeared meanwhile.
+  static func publish(_ temporary: String, as path: String) throws {
+    do {
+      // The last connection to close checkpoints too; TRUNCATE makes sure of it.
+      let db = try Database(path: temporary)
+      try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+    if (FileSystem.size(atPath: temporary + "-wal") ?? 0) > 0 {
+      throw StoreError(.writeFailed, "\(temporary): the import could not be checkpointed; nothing was moved to \(path)", path: path)
+    }
+    guard link(temporary, path) == 0 else {
+      let reason = errno == EEXIST ? "\(path) appeared while importing" : String(cString: strerror(errno))
+      throw StoreError(.io, "\(path): cannot move the import into place: \(reason)", path: path)
+    }
+    removeDatabase(temporary)
+  }
+
+  static func result(
+    _ summary: ImportSummary, owner resolvedOwner: Int64, created: Bool, started: DispatchTime, _ options: Options, _ path: String
+  ) -> FileResult {
+    let input = options.input
     let elapsed = seconds(since: started)
     return FileResult(
       json: .object([

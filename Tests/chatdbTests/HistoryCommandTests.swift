@@ -95,6 +95,40 @@ func tableContents(_ path: String) throws -> [String] {
     #expect(run.status == 65)
     #expect(run.stderr.hasPrefix("Error: \(export): truncated zstd stream"), "\(run.stderr)")
     #expect(!FileSystem.exists(folder.file("t/chats-1.db")))
+    #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.file("t"))) ?? []).isEmpty, "no temporary file left")
+  }
+
+  /// A new file is imported in one pass into a temporary file beside it: a byte damaged
+  /// in the middle of the export (caught by the zstd checksum at the end) leaves nothing,
+  /// and a good export ends as the file, with no companion of the temporary one left.
+  @Test func aNewFileIsImportedInOnePassAndOnlyAWholeExportLands() throws {
+    let folder = try TemporaryFolder()
+    #expect(try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "20", "--messages", "20000").status == 0)
+    let export = folder.file("h.ndjson.zst")
+    #expect(try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export).status == 0)
+    var bytes = try Data(contentsOf: URL(fileURLWithPath: export))
+    let damaged = folder.file("damaged.ndjson.zst")
+    bytes[bytes.count / 2] ^= 0x5A
+    try bytes.write(to: URL(fileURLWithPath: damaged))
+    try FileManager.default.createDirectory(atPath: folder.file("new"), withIntermediateDirectories: true)
+    let refused = try chatdb("import", "--data-dir", folder.file("new"), "--user", "1", damaged)
+    #expect(refused.status == 65, "\(refused.stderr)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("new")).isEmpty, "nothing left behind")
+    // Into a file that exists the whole-file check still comes first: untouched.
+    let before = try tableContents(folder.file("chats-1.db"))
+    #expect(try chatdb("import", "--data-dir", folder.path, "--user", "1", damaged).status == 65)
+    #expect(try tableContents(folder.file("chats-1.db")) == before)
+
+    let landed = try chatdb("import", "--data-dir", folder.file("new"), "--user", "1", export, "--json")
+    #expect(landed.status == 0, "\(landed.stderr)")
+    #expect(try fileResult(landed)["created"] as? Bool == true)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("new")) == ["chats-1.db"])
+    #expect(try tableContents(folder.file("new/chats-1.db")) == before)
+    #expect(FileSystem.permissions(atPath: folder.file("new/chats-1.db")) == 0o600)
+    #expect(try chatdb("check", "--data-dir", folder.file("new"), "--user", "1").status == 0)
+    // Another user's export is refused before anything is made.
+    let other = try chatdb("import", "--data-dir", folder.file("other"), "--user", "2", export)
+    #expect(other.status == 65 && other.stderr.contains("belongs to user 1"), "\(other.stderr)")
   }
 
   @Test func importRefusesAnOlderSchema() throws {

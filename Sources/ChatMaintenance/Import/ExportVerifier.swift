@@ -66,6 +66,24 @@ public enum ExportVerifier {
     return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
   }
 
+  /// The header on line 1 of the file at `path`, reading nothing further; nil when the
+  /// file is not a chatdb export. A header of a newer format version is refused.
+  public static func header(path: String) throws -> HistoryHeader? {
+    let lines = LineReader(source: try ByteSource.open(path: path))
+    let parser = RecordParser()
+    var header: HistoryHeader?
+    _ = try lines.nextLine { line in
+      if hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header { header = try? parser.header() }
+    }
+    if let header, header.version > HistoryHeader.currentVersion {
+      throw StoreError(
+        .badInput,
+        "\(path):1: header: format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb",
+        path: path)
+    }
+    return header
+  }
+
   /// Whether `line` starts with `prefix`: how a header or trailer line is told apart
   /// before parsing it (an export writes `type` first).
   static func hasPrefix(_ line: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
