@@ -19,8 +19,10 @@ CREATE TABLE ConversationSummaries (
   last_activity TEXT NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 
--- The list: ORDER BY last_activity DESC, conversation_id LIMIT ?.
-CREATE INDEX ConversationSummaries_by_activity ON ConversationSummaries (last_activity DESC, conversation_id);
+-- The list: ORDER BY last_activity DESC, conversation_id LIMIT ?. It holds every column
+-- the list reads, so a page never looks the summary rows up.
+CREATE INDEX ConversationSummaries_by_activity
+ON ConversationSummaries (last_activity DESC, conversation_id, last_message_id, last_request_id, unread_count);
 
 -- Conversations to recompute from the tables: deleting a row here recomputes that
 -- conversation's summary (the trigger below), the one routine the other triggers call.
