@@ -5,8 +5,8 @@
 /// catalog as the truth of what the app asks of the file.
 ///
 /// Each entry says how its plan may reach rows (`access`): the indexes it expects,
-/// a single row by key, or a rowid range where walking the table in id order is the
-/// point. Anything else in the plan (a `SCAN` of a table, a `SEARCH` with no index
+/// a single row by key, a rowid range where walking the table in id order is the
+/// point, or one index walked in its order (a page of the chat list). Anything else in the plan (a `SCAN` of a table, a `SEARCH` with no index
 /// or another one) is a finding. Plain `INSERT`s are left out: they have no plan.
 ///
 /// See <https://sqlite.org/eqp.html>.
