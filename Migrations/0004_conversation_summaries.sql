@@ -63,6 +63,9 @@ DELETE FROM ConversationSummaryRefresh;
 -- by row, these triggers cost several microseconds per message, more than the insert.
 -- Every AFTER trigger ends by recomputing the conversations noted, after its own
 -- change, so a recomputation always counts the row in its final state exactly once.
+-- They note conversations with ON CONFLICT DO NOTHING, not OR IGNORE: the conflict
+-- clause of the statement that fired a trigger (an app's upsert, an INSERT OR IGNORE)
+-- replaces a trigger statement's own OR clause, but not its upsert clause.
 
 -- Messages. A new message is the newest when its id is the highest; an incoming one
 -- not READ adds one to the unread count.

@@ -154,6 +154,14 @@ public struct ConversationPreview: Hashable, Sendable {
   /// The time the list is ordered by: the newer of the last message and the last request.
   public var lastActivityAt: String
 
+  public init(contact: User, lastMessage: Message?, lastRequest: MessageRequest?, unreadCount: Int, lastActivityAt: String) {
+    self.contact = contact
+    self.lastMessage = lastMessage
+    self.lastRequest = lastRequest
+    self.unreadCount = unreadCount
+    self.lastActivityAt = lastActivityAt
+  }
+
   /// The text shown under the contact's name: the newest message or request, cut to
   /// `ConversationPreview.summaryLength` characters.
   public var summary: String {

@@ -187,7 +187,8 @@ struct SplitMix64: RandomNumberGenerator {
 
   @Test func aliasesAreResolved() {
     #expect(HotQuery.conversationList.tableAliases["m"] == "Messages")
-    #expect(HotQuery.conversationList.tableAliases["r"] == "MessageRequests")
+    #expect(HotQuery.conversationList.tableAliases["s"] == "ConversationSummaries")
+    #expect(HotQuery.conversationListFromTables.tableAliases["r"] == "MessageRequests")
     #expect(HotQuery.deleteBoundedRange.tableAliases["b"] == "chatdb_evict_bounds")
   }
 }
