@@ -42,6 +42,13 @@ enum Fixture {
   /// Users other than the owner that fixture rows talk to.
   static let others: [Int64] = [1001, 1002, 1003]
 
+  /// Tables the migrations' triggers keep from the others (`ConversationSummaries`,
+  /// from 0004), and their work table, empty between statements: the fixture fills
+  /// their sources, and the triggers fill them.
+  static let derivedTables: Set<String> = ["ConversationSummaries", "ConversationSummaryRefresh"]
+  /// Tables that hold no rows between statements.
+  static let workTables: Set<String> = ["ConversationSummaryRefresh"]
+
   /// Rows for every user table any shipped version has, parents first (foreign keys).
   ///
   /// A row names its values by column; a column the table does not have (yet) at some
@@ -143,7 +150,7 @@ enum Fixture {
     let tables = Set(try userTables(db)).subtracting([Migrator.recordsTable])
     let data = rows(owner: owner)
     let known = Set(data.map(\.table))
-    let missing = tables.subtracting(known)
+    let missing = tables.subtracting(known).subtracting(derivedTables)
     if !missing.isEmpty {
       throw FixtureError(
         "the fixture has no rows for table(s) \(missing.sorted()); add them to Fixture.rows so migrations are tested with data in every table")

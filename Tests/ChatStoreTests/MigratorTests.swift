@@ -37,7 +37,9 @@ import Testing
       if version > 0 {
         #expect(try Fixture.userVersion(ofFileAt: path) == version)
         #expect(!before.isEmpty)
-        #expect(before.values.allSatisfy { !$0.rows.isEmpty }, "the fixture fills every table")
+        #expect(
+          before.filter { !Fixture.workTables.contains($0.key) }.values.allSatisfy { !$0.rows.isEmpty },
+          "the fixture fills every table (the summaries through their triggers)")
       } else {
         #expect(!FileSystem.exists(path))
       }

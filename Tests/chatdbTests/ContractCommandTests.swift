@@ -68,7 +68,11 @@ import Testing
       let copy = folder.file("chats-3.db")
       try FileManager.default.copyItem(atPath: one, toPath: copy)
       try sql("UPDATE StoreInfo SET value = 3 WHERE key = 'owner_user_id'", copy)
-      try sql("CREATE TRIGGER no_delete BEFORE DELETE ON Messages BEGIN SELECT RAISE(ABORT, 'deletes are refused'); END", copy)
+      // A table of the user's that refers to the oldest message: deleting it breaks the
+      // foreign key. (Not a refusing trigger: evict runs with its connection's triggers
+      // off, keeping the conversation summaries itself.)
+      try sql("CREATE TABLE pins (message_id INTEGER REFERENCES Messages (id))", copy)
+      try sql("INSERT INTO pins SELECT min(id) FROM Messages", copy)
       return try chatdb("evict", "--db", copy, "--older-than", "1d", "--now", "2030-01-01")
     case .olderSchema:
       let path = folder.file("chats-5.db")

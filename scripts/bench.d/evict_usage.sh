@@ -46,12 +46,20 @@ cp "$src" "$d/usage.db"
 cat "$d"/*.db >/dev/null
 echo "   eviction: $older of $total messages older than $cutoff (now=$now, --older-than 30d)"
 
-# 1. Plain SQL in the sqlite3 shell: DELETE, then give the pages back (one transaction each).
+summaries="$(cd "$(dirname "$0")" && pwd)/summaries.sql"
+# 1. Plain SQL in the sqlite3 shell: DELETE, then give the pages back (one transaction
+#    each). As chatdb evict does, with the connection's triggers off and the conversation
+#    summaries then recomputed set-wise (summaries.sql), so both files end the same.
 t0=$(now_s)
 sqlite3 "$d/sql.db" >/dev/null <<SQL
+.dbconfig enable_trigger off
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
+BEGIN;
 DELETE FROM Messages WHERE created_at < '$cutoff';
+.dbconfig enable_trigger on
+.read $summaries
+COMMIT;
 PRAGMA incremental_vacuum;
 SQL
 t1=$(now_s)

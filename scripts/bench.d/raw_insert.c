@@ -8,6 +8,10 @@
  * By default foreign keys are off and the WAL is checkpointed every 1,000 pages
  * (SQLite's defaults); the options turn on what chatdb's own connection does.
  *
+ * Like chatdb's import, it inserts with its connection's triggers off and then
+ * computes the conversation summaries (migration 0004) set-wise, in one transaction
+ * at the end (the SQL of scripts/bench.d/summaries.sql), so the file ends the same.
+ *
  * rows.bin is a sequence of records, integers little-endian:
  *   'u' id:i64 name:str avatar_url:str last_connected_at:str
  *   'm' id:i64 from:i64 to:i64 conversation:i64 request:i64 (-1 = NULL) content:str status:str created_at:str
@@ -89,6 +93,7 @@ int main(int argc, char **argv) {
   exec("PRAGMA journal_mode = WAL");
   exec("PRAGMA synchronous = NORMAL");
   exec(foreign_keys ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF");
+  if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, NULL) != SQLITE_OK) die("triggers off");
   if (autocheckpoint) {
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint = %d", atoi(autocheckpoint));
@@ -133,6 +138,14 @@ int main(int argc, char **argv) {
       exec("BEGIN");
     }
   }
+  exec("COMMIT");
+  if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 1, NULL) != SQLITE_OK) die("triggers on");
+  exec("BEGIN");
+  exec("INSERT INTO ConversationSummaryRefresh (conversation_id)"
+       " SELECT conversation_id FROM Messages"
+       " UNION SELECT to_user_id FROM MessageRequests WHERE status IN ('PENDING', 'SENT', 'FAILED')"
+       " UNION SELECT conversation_id FROM ConversationSummaries");
+  exec("DELETE FROM ConversationSummaryRefresh");
   exec("COMMIT");
   sqlite3_finalize(user);
   sqlite3_finalize(message);

@@ -14,6 +14,8 @@ import ChatStore
 struct ConnectionSettings {
   private let db: Database
   private var saved: [(name: String, value: Int64)] = []
+  /// Whether triggers were on before `disableTriggers()`, when it was called.
+  private var savedTriggers: Bool?
 
   init(_ database: Database) { db = database }
 
@@ -25,10 +27,21 @@ struct ConnectionSettings {
     try db.execute("PRAGMA \(name) = \(value)")
   }
 
-  /// Puts every changed pragma back, newest change first; tries them all and throws
-  /// the first error.
+  /// Turns the connection's triggers off (see `Database.setTriggersEnabled`),
+  /// remembering whether they were on.
+  mutating func disableTriggers() throws {
+    if savedTriggers == nil { savedTriggers = db.triggersEnabled }
+    try db.setTriggersEnabled(false)
+  }
+
+  /// Puts every changed pragma back, newest change first, then the triggers; tries them
+  /// all and throws the first error.
   mutating func restore() throws {
     var first: (any Error)?
+    if let triggers = savedTriggers {
+      do { try db.setTriggersEnabled(triggers) } catch { first = error }
+      savedTriggers = nil
+    }
     for (name, value) in saved.reversed() {
       do { try db.execute("PRAGMA \(name) = \(value)") } catch { first = first ?? error }
     }

@@ -75,6 +75,7 @@ public struct HealthReport: Sendable {
 /// | `message-id-time` | warning | the id's time and `created_at` differ by more than the tolerance (or `created_at` is not a time) |
 /// | `orphan-messages` | error | `conversation_id` not in `Users` |
 /// | `orphan-requests` | error | `to_user_id` not in `Users` |
+/// | `conversation-summary` | error | `ConversationSummaries` rows (the chat list) that differ from the list computed from the messages and requests |
 ///
 /// See <https://sqlite.org/pragma.html#pragma_integrity_check>.
 public struct HealthCheck: Sendable {
@@ -147,6 +148,7 @@ public struct HealthCheck: Sendable {
 
     try checkSchema(db, into: &report)
     try checkData(db, into: &report)
+    try checkSummaries(db, into: &report)
   }
 
   func checkSchema(_ db: Database, into report: inout HealthReport) throws {
@@ -234,6 +236,30 @@ public struct HealthCheck: Sendable {
         "orphan-requests", .error, "requests whose to_user_id is not a user",
         "SELECT count(*) FROM MessageRequests WHERE to_user_id NOT IN (SELECT id FROM Users)")
     }
+  }
+
+  /// The chat list read from `ConversationSummaries` against the same list computed
+  /// from the tables (the definition the triggers and bulk jobs keep it equal to).
+  func checkSummaries(_ db: Database, into report: inout HealthReport) throws {
+    guard try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'ConversationSummaries'") == 1 else { return }
+    func rows(_ query: HotQuery) throws -> [Int64: String] {
+      var rows: [Int64: String] = [:]
+      try db.cachedStatement(query.sql).forEachRow([-1]) { row in
+        rows[row.int64(0)] = row.values.map(\.description).joined(separator: "|")
+      }
+      return rows
+    }
+    // A table or column the lists need is missing: the schema findings say so.
+    guard let stored = try? rows(HotQuery.conversationList), let computed = try? rows(HotQuery.conversationListFromTables) else {
+      return
+    }
+    let differing = Set(stored.keys).union(computed.keys).filter { stored[$0] != computed[$0] }.sorted()
+    guard !differing.isEmpty else { return }
+    report.findings.append(
+      HealthFinding(
+        check: "conversation-summary", severity: .error, count: Int64(differing.count),
+        detail: "conversations whose summary (the chat list) differs from their messages and requests: "
+          + Self.list(differing.map(String.init))))
   }
 
   /// The first few items joined, with how many more there are.

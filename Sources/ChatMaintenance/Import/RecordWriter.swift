@@ -9,8 +9,11 @@ import ChatStore
 /// ```
 /// Messages are keyed by id and requests by request id, so writing the same records
 /// twice changes nothing; only one batch is ever held in a transaction. While it
-/// writes, the writer turns foreign keys off (it checks the same rule itself) and
-/// checkpoints less often; it puts both settings back when it is done or fails.
+/// writes, the writer turns foreign keys off (it checks the same rule itself),
+/// checkpoints less often and turns its connection's triggers off, keeping
+/// `ConversationSummaries` up to date per batch instead (`ConversationSummaryUpkeep`,
+/// in the batch's transaction: one upsert per conversation, not several statements per
+/// message); it puts every setting back when it is done or fails.
 /// See <https://sqlite.org/lang_upsert.html>.
 public final class RecordWriter {
   /// How records are written.
@@ -46,6 +49,8 @@ public final class RecordWriter {
   /// Between `begin` and `finish` or `abandon`: a batch is open and the settings are changed.
   private var active = false
   private var settings: ConnectionSettings
+  /// The chat list's summaries, kept per batch while triggers are off.
+  private let summaries: ConversationSummaryUpkeep
   private let insertUser: Statement
   private let insertMessage: Statement
   private let insertMessages: Statement
@@ -100,6 +105,7 @@ public final class RecordWriter {
       """)
     acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
     knownUsers = Set(try database.query("SELECT id FROM Users") { $0.int64(0) })
+    summaries = try ConversationSummaryUpkeep(database: database)
   }
 
   // MARK: - Generated records
@@ -158,6 +164,9 @@ public final class RecordWriter {
     // Foreign keys cost two lookups per message; the writer checks the same rule
     // itself against the users it knows (see `requireUser`).
     try settings.set("foreign_keys", 0)
+    // The summary triggers cost more than the insert itself, row by row: this
+    // connection keeps the summaries per batch instead (see `summaries`).
+    try settings.disableTriggers()
     active = true
     try db.execute("BEGIN IMMEDIATE")
   }
@@ -182,6 +191,7 @@ public final class RecordWriter {
   /// Rolls the open batch back and restores the settings (after a failure).
   func abandon() {
     pendingMessages.removeAll(keepingCapacity: true)
+    summaries.discard()
     inBatch = 0
     if active && db.isInTransaction { try? db.execute("ROLLBACK") }
     active = false
@@ -191,6 +201,7 @@ public final class RecordWriter {
   /// Commits the batch and, unless it was the last, opens the next one.
   private func commitBatch(last: Bool = false) throws {
     try flushMessages()
+    try summaries.apply()
     try db.execute("COMMIT")
     if inBatch > 0 { summary.batches += 1 }
     committed = summary
@@ -258,7 +269,10 @@ public final class RecordWriter {
       try insertRequest.bind(Int64(r.failCount), at: 8)
       try insertRequest.bind(r.nextAttemptAt.databaseValue, at: 9)
       try insertRequest.bind(r.failReason.databaseValue, at: 10)
-      try step(insertRequest) { summary.requests += 1 }
+      try step(insertRequest) {
+        summary.requests += 1
+        summaries.changed(conversation: r.toUserID)
+      }
     }
   }
 
@@ -280,6 +294,7 @@ public final class RecordWriter {
     insertMessage.reset()
     if db.changes > 0 {
       summary.messages += 1
+      noteInserted(m)
     } else if try !settleExisting(m, line: line) {
       summary.unchanged += 1
     }
@@ -298,6 +313,7 @@ public final class RecordWriter {
     }
     if try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true {
       summary.messages += 1
+      summaries.changed(conversation: m.conversationID(owner: owner))
       return true
     }
     return false
@@ -316,12 +332,26 @@ public final class RecordWriter {
     insertMessages.reset()
     let inserted = Int64(db.changes)
     summary.messages += inserted
-    guard inserted < Int64(pendingMessages.count) else { return }
-    // Some were already in the file: settle each one (a row this statement inserted
-    // has the same status and is left alone).
+    guard inserted < Int64(pendingMessages.count) else {
+      for (m, _) in pendingMessages { noteInserted(m) }
+      return
+    }
+    // Some were already in the file: which rows are new is not known, so their
+    // conversations' summaries are recomputed. Settle each one (a row this statement
+    // inserted has the same status and is left alone).
+    if inserted > 0 {
+      for (m, _) in pendingMessages { summaries.changed(conversation: m.conversationID(owner: owner)) }
+    }
     var advanced: Int64 = 0
     for (m, line) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
     summary.unchanged += Int64(pendingMessages.count) - inserted - advanced
+  }
+
+  /// A message this writer inserted, for the conversation summaries.
+  private func noteInserted(_ m: Message) {
+    let conversation = m.conversationID(owner: owner)
+    summaries.inserted(
+      conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)
   }
 
   /// Runs an insert; a constraint failure is the record's fault and is reported as such.

@@ -55,7 +55,10 @@ public struct EvictionResult: Sendable {
 /// Each chunk is its own `BEGIN IMMEDIATE … COMMIT` sized to hold the write lock about
 /// `targetChunkMillis`, so `chat-sync` writing the same file waits at most about one
 /// chunk; a run killed at any point leaves a consistent file, and running the same
-/// policy again finishes the job. Between chunks the evictor pauses briefly, and for
+/// policy again finishes the job. Its connection's triggers are off while it runs: each
+/// chunk's deletions come back from `DELETE … RETURNING` and the chunk updates
+/// `ConversationSummaries` in its own transaction (`ConversationSummaryUpkeep`), at a
+/// fraction of the triggers' cost per row. Between chunks the evictor pauses briefly, and for
 /// longer (`politePauseMillis`, more than SQLite's longest busy-handler sleep of 100 ms)
 /// for two seconds after it sees another connection write, so a waiting writer gets
 /// the lock at its next retry. See <https://sqlite.org/lang_transaction.html> and
@@ -108,6 +111,9 @@ public final class Evictor {
     }
     // Checkpoints run between chunks (`checkpointIfDue`), never inside a chunk's timing.
     try settings.set("wal_autocheckpoint", 0)
+    // Each chunk keeps the conversation summaries itself, from what it deleted.
+    try settings.disableTriggers()
+    let summaries = try ConversationSummaryUpkeep(database: db)
     // Consecutive chunks touch the same index pages (every conversation's oldest
     // entries): a larger cache keeps them from being read back from the WAL.
     try settings.set("cache_size", -65_536)
@@ -117,7 +123,7 @@ public final class Evictor {
     // Exactly the plan `chatdb evict --dry-run` shows (the same call on the same
     // rows), executed as planned: the dry run's counts are the run's counts.
     let plan = try EvictionPlanner(database: db).plan(policy)
-    let deleted = try delete(plan) { progress($0, plan.messages) }
+    let deleted = try delete(plan, summaries: summaries) { progress($0, plan.messages) }
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
@@ -147,7 +153,7 @@ public final class Evictor {
   // MARK: - Deleting in chunks
 
   /// Deletes what `plan` lists in short transactions; returns the rows deleted.
-  private func delete(_ plan: EvictionPlan, progress: (Int64) -> Void) throws -> Int64 {
+  private func delete(_ plan: EvictionPlan, summaries: ConversationSummaryUpkeep, progress: (Int64) -> Void) throws -> Int64 {
     guard plan.messages > 0 else { return 0 }
     var deleted: Int64 = 0
     var rows = options.fixedChunkRows ?? options.initialChunkRows
@@ -156,7 +162,9 @@ public final class Evictor {
       let chunk = try db.prepare(HotQuery.deleteConversationChunk.sql)
       for part in plan.conversations {
         while true {
-          let (changed, millis) = try inChunk { try chunk.execute([part.id, part.lastID, Int64(rows)]) }
+          let (changed, millis) = try inChunk {
+            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries)
+          }
           deleted += Int64(changed)
           progress(deleted)
           rows = nextChunkRows(rows, millis: millis)
@@ -179,7 +187,7 @@ public final class Evictor {
     while low < maxID {
       let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
       let (changed, millis) = try inChunk {
-        try (plan.uniformLastID != nil ? range : chunk).execute([low, high])
+        try Self.delete(plan.uniformLastID != nil ? range : chunk, [low, high], summaries: summaries)
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -189,17 +197,34 @@ public final class Evictor {
     return deleted
   }
 
-  /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; returns the rows changed and the
-  /// milliseconds the write lock was held, then pauses for other writers.
-  private func inChunk(_ body: () throws -> Void) throws -> (Int, Double) {
+  /// Runs one of the catalog's `DELETE … RETURNING conversation_id, id, unread` and
+  /// notes each deleted row for the conversation summaries, which it then updates (in
+  /// the chunk's transaction); returns the rows deleted.
+  static func delete(_ statement: Statement, _ arguments: [Int64], summaries: ConversationSummaryUpkeep) throws -> Int {
+    var deleted = 0
+    do {
+      try statement.forEachRow(arguments) { row in
+        deleted += 1
+        summaries.deleted(conversation: row.int64(0), id: row.int64(1), unread: row.int64(2) != 0)
+      }
+      try summaries.apply()
+    } catch {
+      summaries.discard()
+      throw error
+    }
+    return deleted
+  }
+
+  /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; `body` returns the rows it changed.
+  /// Returns them and the milliseconds the write lock was held, then pauses for other writers.
+  private func inChunk(_ body: () throws -> Int) throws -> (Int, Double) {
     let asked = Self.now()
     try db.execute("BEGIN IMMEDIATE")
     let locked = Self.now()
     if locked - asked > 5 { lastContention = locked }
     var changed = 0
     do {
-      try body()
-      changed = db.changes
+      changed = try body()
       try db.execute("COMMIT")
     } catch {
       if db.isInTransaction { try? db.execute("ROLLBACK") }
@@ -253,7 +278,10 @@ public final class Evictor {
     case 2:  // auto_vacuum = INCREMENTAL (https://sqlite.org/pragma.html#pragma_auto_vacuum)
       var pages: Int64 = 1_024
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
-        let (_, millis) = try inChunk { try db.execute("PRAGMA incremental_vacuum(\(pages))") }
+        let (_, millis) = try inChunk {
+          try db.execute("PRAGMA incremental_vacuum(\(pages))")
+          return 0
+        }
         pagesSinceCheckpoint += pages * 2
         if options.fixedChunkRows == nil {
           pages = Int64(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))

@@ -323,24 +323,43 @@ public final class ChatRepository {
   // MARK: - Queries
 
   /// The chat list: contacts with messages or unsent requests, newest activity first.
+  ///
+  /// One statement, so one snapshot without a transaction of its own; its cost is that of
+  /// the page, whatever the number of contacts (see `HotQuery.conversationList`).
   public func conversations(limit: Int = 100) throws -> [ConversationPreview] {
-    try database.read { db in
-      try db.query(HotQuery.conversationList.sql, [limit]) { row in
-        let contact = User(
-          id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
-        let message =
-          row.isNull(4)
-          ? nil
-          : Message(
-            id: row.int64(4), fromUserID: row.int64(5), toUserID: row.int64(6), content: row.string(7),
-            status: MessageStatus(rawValue: row.string(8)) ?? .synced, createdAt: row.string(9),
-            requestID: row.optionalInt64(10))
-        let request = row.isNull(11) ? nil : Self.request(row, offset: 11)
-        return ConversationPreview(
-          contact: contact, lastMessage: message, lastRequest: request, unreadCount: row.int(21),
-          lastActivityAt: row.string(22))
+    var list: [ConversationPreview] = []
+    list.reserveCapacity(min(max(limit, 0), 1_000))
+    try database.cachedStatement(HotQuery.conversationList.sql).forEachRow([limit]) { row in
+      let contact = User(
+        id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
+      let message =
+        row.isNull(4)
+        ? nil
+        : Message(
+          id: row.int64(4), fromUserID: row.int64(5), toUserID: row.int64(6), content: row.string(7),
+          status: row.withUTF8(8, MessageStatus.init(utf8:)) ?? .synced, createdAt: row.string(9),
+          requestID: row.optionalInt64(10))
+      let request = row.isNull(11) ? nil : Self.request(row, offset: 11)
+      // The activity time is one of the two times just read: share its storage.
+      let lastActivity = row.withUTF8(22) { bytes in
+        if let time = message?.createdAt, Self.equal(time, bytes) { return time }
+        if let time = request?.createdAt, Self.equal(time, bytes) { return time }
+        return String(decoding: bytes, as: UTF8.self)
       }
+      list.append(
+        ConversationPreview(
+          contact: contact, lastMessage: message, lastRequest: request, unreadCount: row.int(21),
+          lastActivityAt: lastActivity))
     }
+    return list
+  }
+
+  /// Whether `text` is exactly these UTF-8 bytes.
+  private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard text.utf8.count == bytes.count else { return false }
+    guard let base = bytes.baseAddress else { return true }
+    var text = text
+    return text.withUTF8 { memcmp($0.baseAddress!, base, bytes.count) == 0 }
   }
 
   /// A page of a conversation's timeline, oldest first.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A contact (or the owner) as stored in `Users`.
 public struct User: Hashable, Sendable {
   public var id: Int64
@@ -33,6 +35,21 @@ public enum MessageStatus: String, CaseIterable, Comparable, Sendable {
   }
 
   public static func < (lhs: MessageStatus, rhs: MessageStatus) -> Bool { lhs.rank < rhs.rank }
+
+  /// The status these UTF-8 bytes spell (a column read without making a `String`), or nil.
+  public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    // The three spellings differ in length.
+    let status: MessageStatus
+    switch bytes.count {
+    case 4: status = .read
+    case 6: status = .synced
+    case 9: status = .delivered
+    default: return nil
+    }
+    let matches = status.rawValue.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+    guard matches ?? status.rawValue.utf8.elementsEqual(bytes) else { return nil }
+    self = status
+  }
 
   /// SQL ranking a status column or parameter (-1 for an unknown value), so an update
   /// can move a status only forward: `WHERE rank(new) > rank(old)`.
@@ -136,6 +153,14 @@ public struct ConversationPreview: Hashable, Sendable {
   public var unreadCount: Int
   /// The time the list is ordered by: the newer of the last message and the last request.
   public var lastActivityAt: String
+
+  public init(contact: User, lastMessage: Message?, lastRequest: MessageRequest?, unreadCount: Int, lastActivityAt: String) {
+    self.contact = contact
+    self.lastMessage = lastMessage
+    self.lastRequest = lastRequest
+    self.unreadCount = unreadCount
+    self.lastActivityAt = lastActivityAt
+  }
 
   /// The text shown under the contact's name: the newest message or request, cut to
   /// `ConversationPreview.summaryLength` characters.

@@ -172,6 +172,28 @@ public final class Database {
   /// Whether a transaction is open.
   public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+  /// Whether this connection runs the file's triggers (on by default).
+  ///
+  /// Only bulk jobs turn them off, for their own connection and for as long as they
+  /// run, and then do in bulk what the triggers would have done row by row (see
+  /// `ConversationSummaries`); every other connection, and any other program, still
+  /// runs them. Changing it makes SQLite re-prepare this connection's statements.
+  /// See <https://sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfigenabletrigger>.
+  public var triggersEnabled: Bool {
+    var enabled: Int32 = 1
+    _ = chatdb_sqlite3_enable_triggers(handle, -1, &enabled)
+    return enabled != 0
+  }
+
+  /// Turns this connection's triggers on or off (see `triggersEnabled`).
+  public func setTriggersEnabled(_ enabled: Bool) throws {
+    var now: Int32 = 0
+    try check(chatdb_sqlite3_enable_triggers(handle, enabled ? 1 : 0, &now))
+    guard (now != 0) == enabled else {
+      throw SQLiteError(code: SQLITE_ERROR, message: "SQLite did not turn triggers \(enabled ? "on" : "off")")
+    }
+  }
+
   // MARK: - Transactions
 
   /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.

@@ -49,7 +49,8 @@ import Testing
       try db.execute("DROP INDEX Messages_by_conversation")
       let failing = Health.names(try IndexTools.verify(db))
       for query in [
-        HotQuery.conversationList, .conversationRange, .conversationRangeBytes, .nthNewestMessage, .newestMessageOfConversation,
+        HotQuery.conversationListFromTables, .recomputeConversationSummary, .conversationRange, .conversationRangeBytes,
+        .nthNewestMessage, .newestMessageOfConversation,
         .deleteConversationChunk, .conversationIDs,
       ] {
         #expect(failing.contains(query.name), "\(query.name)")

@@ -100,6 +100,7 @@ func connectionSettings(_ db: Database) throws -> [String: String] {
     settings[name] = try db.query("PRAGMA \(name)") { $0.values.map(\.description).joined() }.joined()
   }
   settings["in transaction"] = "\(db.isInTransaction)"
+  settings["triggers"] = "\(db.triggersEnabled)"
   settings["temp tables"] = try db.query("SELECT name FROM temp.sqlite_schema ORDER BY name") { $0.string(0) }.joined(separator: ",")
   return settings
 }

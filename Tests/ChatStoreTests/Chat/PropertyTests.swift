@@ -135,7 +135,9 @@ struct SplitMix64: RandomNumberGenerator {
   /// Messages` of `max(id)` with no index and the `rowid>? AND rowid<?` fallback
   /// walk the whole table just like a `SCAN`.
   @Test(arguments: [
-    ("Messages_by_conversation", HotQuery.conversationList),
+    ("ConversationSummaries_by_activity", HotQuery.conversationList),
+    ("Messages_by_conversation", HotQuery.conversationListFromTables),
+    ("Messages_by_conversation", HotQuery.recomputeConversationSummary),
     ("Messages_by_conversation", HotQuery.newestMessageOfConversation),
     ("Messages_by_conversation", HotQuery.conversationRange),
     ("Messages_by_conversation", HotQuery.conversationRangeBytes),
@@ -153,13 +155,14 @@ struct SplitMix64: RandomNumberGenerator {
     let findings = try query.findings(in: f.chats.database)
     let plan = try query.plan(in: f.chats.database)
     #expect(!findings.isEmpty, "\(query.name): \(plan)")
-    #expect(findings.allSatisfy { $0.table == "Messages" || $0.table == "MessageRequests" })
+    #expect(findings.allSatisfy { ["Messages", "MessageRequests", "ConversationSummaries"].contains($0.table) })
   }
 
   /// How plan lines are read: only what the entry declares passes.
   @Test(arguments: [
     ("SCAN Messages", PlanAccess.scan("Messages")),
-    ("SCAN Messages USING COVERING INDEX Messages_by_created_at", PlanAccess.scan("Messages")),
+    ("SCAN Messages USING COVERING INDEX Messages_by_created_at", PlanAccess.indexOrder("Messages_by_created_at")),
+    ("SCAN s USING INDEX ConversationSummaries_by_activity", PlanAccess.indexOrder("ConversationSummaries_by_activity")),
     ("SEARCH Messages", PlanAccess.rowidRange),
     ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)", PlanAccess.rowidRange),
     ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid<?)", PlanAccess.rowidRange),
@@ -174,6 +177,16 @@ struct SplitMix64: RandomNumberGenerator {
     #expect(HotQuery.access(of: words, table: words[1]) == access)
   }
 
+  /// A walk of an index in its order passes where that index's walk is declared, or
+  /// where a scan of its table is; a plain scan passes only where a scan is declared.
+  @Test func indexOrderIsAllowedByItsIndexOrATableScan() {
+    let list = HotQuery.conversationList
+    #expect(list.permits(.indexOrder("ConversationSummaries_by_activity"), on: "ConversationSummaries"))
+    #expect(!list.permits(.indexOrder("sqlite_autoindex_x"), on: "ConversationSummaries"))
+    #expect(!list.permits(.scan("ConversationSummaries"), on: "ConversationSummaries"))
+    #expect(HotQuery.conversationListFromTables.permits(.indexOrder("any_index_of_users"), on: "Users"))
+  }
+
   @Test func automaticIndexIsNeverExpected() {
     let words = "SEARCH t USING AUTOMATIC COVERING INDEX (a=?)".split(separator: " ").map(String.init)
     #expect(HotQuery.access(of: words, table: "t") == nil)
@@ -181,7 +194,8 @@ struct SplitMix64: RandomNumberGenerator {
 
   @Test func aliasesAreResolved() {
     #expect(HotQuery.conversationList.tableAliases["m"] == "Messages")
-    #expect(HotQuery.conversationList.tableAliases["r"] == "MessageRequests")
+    #expect(HotQuery.conversationList.tableAliases["s"] == "ConversationSummaries")
+    #expect(HotQuery.conversationListFromTables.tableAliases["r"] == "MessageRequests")
     #expect(HotQuery.deleteBoundedRange.tableAliases["b"] == "chatdb_evict_bounds")
   }
 }
