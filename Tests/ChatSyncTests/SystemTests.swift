@@ -168,6 +168,30 @@ func chatdbCheck(_ db: String) throws {
     }
   }
 
+  /// docs/protocol.md: a token rotated while the relay serves stops working at the next
+  /// request; the client says so with 77 and keeps its outbox, and the new token works.
+  @Test func aRotatedTokenIsRefusedAtOnceAndTheNewOneWorks() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      _ = try Client(2, name: "Bob", relay: relay, folder: folder)
+      #expect(try a.cli(["send", "--to", "2", "before"]).status == 0)
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      let rotated = try tool("chat-relay", ["user", "token", "--db", relay.db, "--id", "1"])
+      let fresh = try #require(rotated.stdout.split(separator: "\n").last.map(String.init))
+      #expect(try a.cli(["send", "--to", "2", "after"]).status == 0)
+      let old = try a.cli(["run", "--once"])
+      #expect(old.status == 77, "\(old.stderr)")
+      #expect(try a.count("SELECT count(*) FROM MessageRequests") == 1, "the message waits in the outbox")
+      let new = try tool(
+        "chat-sync", ["run", "--once", "--data-dir", a.folder, "--user", "1"],
+        environment: ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": fresh])
+      #expect(new.status == 0, "\(new.stderr)")
+      #expect(try a.count("SELECT count(*) FROM MessageRequests") == 0)
+    }
+  }
+
   @Test func messagesComposedWhileTheRelayIsDownArriveInOrder() async throws {
     try await withDataFolder { folder in
       let relay = try RelayProcess(folder: folder)
