@@ -25,3 +25,17 @@ BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-conf
 # The Debian packages only the tests need: python3-websockets is the WebSocket peer
 # of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3).
 TEST_PACKAGES=(python3-websockets)
+
+# Raises the open-file limit to $1 descriptors for this shell and its children (root can go
+# past the hard limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to it), or
+# exits 1 saying why ($2 names what needs them, e.g. "10000 sockets (use --connections)").
+raise_open_files() {
+  local want=$1 hard
+  hard=$(ulimit -Hn)
+  if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
+  ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+  if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
+    echo "Error: open files limited to $(ulimit -n), $want needed for $2" >&2
+    exit 1
+  fi
+}

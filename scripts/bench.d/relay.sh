@@ -55,13 +55,7 @@ fi
 # Both sides hold one descriptor per socket: raise the limit (root can go past the hard
 # limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to the hard limit).
 want=$((connections + 1024))
-hard=$(ulimit -Hn)
-if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
-ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
-  echo "Error: open files limited to $(ulimit -n), $want needed for $connections sockets (use --connections)" >&2
-  exit 1
-fi
+raise_open_files "$want" "$connections sockets (use --connections)"
 
 d="$work/relay"
 rm -rf "$d" && mkdir -p "$d"

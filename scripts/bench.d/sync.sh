@@ -81,13 +81,7 @@ done
 # The storm's process holds a socket, an HTTP connection now and then, and a database
 # (with its -wal and -shm) per client: raise the limit as relay.sh does.
 want=$((clients * 8 + 1024))
-hard=$(ulimit -Hn)
-if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then ulimit -Hn "$want" 2>/dev/null || true; fi
-ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$want" ]; then
-  echo "Error: open files limited to $(ulimit -n), $want needed for $clients clients (use --clients)" >&2
-  exit 1
-fi
+raise_open_files "$want" "$clients clients (use --clients)"
 
 d="$work/sync"
 rm -rf "$d" && mkdir -p "$d"
