@@ -284,12 +284,15 @@ public actor SyncEngine {
   /// A status update for one of the owner's messages; the update cursor moves (and the
   /// relay is told it may drop them) only when no earlier update is missing.
   private func apply(_ update: StatusUpdate, _ status: MessageStatus) throws {
-    try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: nil)
-    if update.sequence > updateCursor { appliedAhead.insert(update.sequence) }
+    var ahead = appliedAhead
+    if update.sequence > updateCursor { ahead.insert(update.sequence) }
     var next = updateCursor
-    while appliedAhead.remove(next + 1) != nil { next += 1 }
+    while ahead.remove(next + 1) != nil { next += 1 }
+    // One transaction: the update and, when it closed a gap, the cursor past it.
+    try repository.applyUpdate(
+      status, messageID: update.messageId, conversation: update.conversationId, sequence: next > updateCursor ? next : nil)
+    appliedAhead = ahead
     if next > updateCursor {
-      try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: next)
       updateCursor = next
       updatesAckDirty = true
       scheduleFlush()
