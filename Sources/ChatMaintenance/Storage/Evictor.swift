@@ -56,9 +56,9 @@ public struct EvictionResult: Sendable {
 /// `targetChunkMillis`, so `chat-sync` writing the same file waits at most about one
 /// chunk; a run killed at any point leaves a consistent file, and running the same
 /// policy again finishes the job. Its connection's triggers are off while it runs: each
-/// chunk's deletions come back from `DELETE … RETURNING` and the chunk updates
-/// `ConversationSummaries` in its own transaction (`ConversationSummaryUpkeep`), at a
-/// fraction of the triggers' cost per row. Between chunks the evictor pauses briefly, and for
+/// chunk updates `ConversationSummaries` in its own transaction
+/// (`ConversationSummaryUpkeep`) from what it deleted (`IDRangeDelete` for an age
+/// cutoff, `DELETE … RETURNING` otherwise), at a fraction of the triggers' cost per row. Between chunks the evictor pauses briefly, and for
 /// longer (`politePauseMillis`, more than SQLite's longest busy-handler sleep of 100 ms)
 /// for two seconds after it sees another connection write, so a waiting writer gets
 /// the lock at its next retry. See <https://sqlite.org/lang_transaction.html> and
@@ -67,9 +67,9 @@ public final class Evictor {
   /// Tuning, for tests and `--chunk-rows`.
   public struct Options: Sendable {
     /// Lock time a chunk aims at.
-    public var targetChunkMillis: Double = 50
+    public var targetChunkMillis: Double = 30
     /// Rows per chunk to start with, and the bounds of the adaptive size.
-    public var initialChunkRows = 5_000
+    public var initialChunkRows = 2_000
     public var maxChunkRows = 100_000
     /// A fixed number of rows per chunk instead of the adaptive size.
     public var fixedChunkRows: Int?
@@ -120,9 +120,11 @@ public final class Evictor {
     try checkpoint()
     let sizeBefore = FileSystem.databaseSize(atPath: db.path)
     lastDataVersion = try db.int64("PRAGMA data_version") ?? 0
-    // Exactly the plan `chatdb evict --dry-run` shows (the same call on the same
-    // rows), executed as planned: the dry run's counts are the run's counts.
-    let plan = try EvictionPlanner(database: db).plan(policy)
+    // The plan `chatdb evict --dry-run` shows (the same call on the same rows),
+    // executed as planned: the dry run's counts are the run's counts. The run reports
+    // counts only, so it skips the byte estimates (a dbstat pass and a scan of the
+    // content, a fifth of the run) unless a size target needs them.
+    let plan = try EvictionPlanner(database: db).plan(policy, estimateBytes: false)
     let deleted = try delete(plan, summaries: summaries) { progress($0, plan.messages) }
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
@@ -182,12 +184,13 @@ public final class Evictor {
     let maxID = plan.uniformLastID ?? plan.conversations.map(\.lastID).max()!
     let next = try db.prepare(HotQuery.chunkEnd.sql)
     let chunk = try db.prepare(HotQuery.deleteBoundedRange.sql)
-    let range = try db.prepare(HotQuery.deleteIDRange.sql)
+    let range = plan.uniformLastID == nil ? nil : try IDRangeDelete(db)
     var low = (try db.int64(HotQuery.oldestMessage.sql) ?? 0) - 1
     while low < maxID {
       let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
       let (changed, millis) = try inChunk {
-        try Self.delete(plan.uniformLastID != nil ? range : chunk, [low, high], summaries: summaries)
+        if let range { return try range.delete(low, high, summaries: summaries) }
+        return try Self.delete(chunk, [low, high], summaries: summaries)
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -213,6 +216,38 @@ public final class Evictor {
       throw error
     }
     return deleted
+  }
+
+  /// Deletes every message of an id range (a plan with one bound for all: an age
+  /// cutoff) without `RETURNING`: what the summaries need comes from two index walks
+  /// first, the unread messages in the range and the conversations whose newest
+  /// message is in it.
+  struct IDRangeDelete {
+    let db: Database
+    let unread: Statement
+    let newest: Statement
+    let delete: Statement
+
+    init(_ db: Database) throws {
+      self.db = db
+      unread = try db.prepare(HotQuery.unreadInIDRange.sql)
+      newest = try db.prepare(HotQuery.summariesWithNewestInIDRange.sql)
+      delete = try db.prepare(HotQuery.deleteIDRange.sql)
+    }
+
+    func delete(_ low: Int64, _ high: Int64, summaries: ConversationSummaryUpkeep) throws -> Int {
+      do {
+        try unread.forEachRow([low, high]) { summaries.deletedUnread(conversation: $0.int64(0), count: $0.int64(1)) }
+        try newest.forEachRow([low, high]) { summaries.changed(conversation: $0.int64(0)) }
+        try delete.execute([low, high])
+        let deleted = db.changes
+        try summaries.apply()
+        return deleted
+      } catch {
+        summaries.discard()
+        throw error
+      }
+    }
   }
 
   /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; `body` returns the rows it changed.
@@ -255,7 +290,7 @@ public final class Evictor {
     let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 8 * Double.random(in: 0.5...1.5))
     // A passive checkpoint copies the WAL into the file without taking the write lock,
     // so it runs in the pause (and keeps the WAL from growing without bound).
-    if pagesSinceCheckpoint >= 8_192 {
+    if pagesSinceCheckpoint >= 16_384 {
       pagesSinceCheckpoint = 0
       try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }

@@ -82,6 +82,12 @@ public final class ConversationSummaryUpkeep {
     deletions[conversation] = (current.unread + (unread ? 1 : 0), max(current.highestID, id))
   }
 
+  /// `count` unread messages of a conversation were deleted, none of them its newest.
+  public func deletedUnread(conversation: Int64, count: Int64) {
+    let current = deletions[conversation] ?? (0, Int64.min)
+    deletions[conversation] = (current.unread + count, current.highestID)
+  }
+
   /// Something else changed in a conversation (a status moved, a request was added):
   /// it is recomputed from the tables.
   public func changed(conversation: Int64) {
