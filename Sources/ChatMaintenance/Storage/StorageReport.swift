@@ -106,7 +106,26 @@ public struct StorageReport: Sendable {
       // file's. A writer that came meanwhile and wrote leaves a -wal that is not empty.
       let hadWAL = FileSystem.exists(path + "-wal")
       let db = try Database(path: path, mode: .readOnly)
-      var report = try db.read { try measure($0) }
+      // Three passes at once, each on a connection and thread of its own: the b-trees'
+      // pages (dbstat), and the older and the newer half of Messages by id. Read
+      // transactions see the same snapshot when no other connection committed between
+      // their starts: `data_version` on this connection is the same before and after
+      // all of them (https://sqlite.org/pragma.html#pragma_data_version); otherwise the
+      // report is measured again on this connection alone.
+      let before = try db.int64("PRAGMA data_version")
+      let (oldest, newest) = try db.read { db in
+        try db.prepare("SELECT min(id), max(id) FROM Messages").first { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
+      }
+      let split = oldest / 2 + newest / 2
+      let pages = OnAnotherThread { try Database(path: path, mode: .readOnly).read { try Self.btrees($0) } }
+      let newer = OnAnotherThread { try Database(path: path, mode: .readOnly).read { try Self.pass($0, after: split) } }
+      var report = try db.read { try measure($0, btrees: nil, upTo: split, newer: newer.wait) }
+      let measured = try pages.wait()
+      if try db.int64("PRAGMA data_version") == before {
+        report = report.with(btrees: measured)
+      } else {
+        report = try db.read { try measure($0, btrees: Self.btrees($0)) }
+      }
       if !hadWAL && report.walBytes == 0 { report.shmBytes = 0 }
       return report
     } catch {
@@ -114,17 +133,9 @@ public struct StorageReport: Sendable {
     }
   }
 
-  static func measure(_ db: Database) throws -> StorageReport {
-    let path = db.path
-    let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
-    guard columns.contains("conversation_id") else {
-      throw StoreError(.olderSchema, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
-    }
+  /// The b-trees of the file with their bytes, unused bytes and cells, largest first.
+  static func btrees(_ db: Database) throws -> [BTree] {
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
-    let pageCount = try db.int64("PRAGMA page_count") ?? 0
-    let freePages = try db.int64("PRAGMA freelist_count") ?? 0
-    let autoVacuum = ["none", "full", "incremental"][Int(min(max(try db.int64("PRAGMA auto_vacuum") ?? 0, 0), 2))]
-
     var tables: [String: (String, Bool)] = [:]
     try db.prepare("SELECT name, tbl_name, type FROM sqlite_schema WHERE type IN ('table', 'index')").forEachRow {
       tables[$0.string(0)] = ($0.string(1), $0.string(2) == "index")
@@ -139,26 +150,35 @@ public struct StorageReport: Sendable {
           name: name, table: table, isIndex: isIndex, bytes: row.int64(1), unusedBytes: row.int64(2), cells: row.int64(3),
           pageSize: pageSize))
     }
-    btrees.sort { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
+    return btrees.sorted { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
+  }
 
-    // One pass over the table in id order (how it lies on disk).
-    var stats: [Int64: (messages: Int64, content: Int64, minID: Int64, maxID: Int64)] = [:]
-    var totalMessages: Int64 = 0
-    var totalContent: Int64 = 0
-    try db.prepare("SELECT conversation_id, id, length(CAST(content AS BLOB)) FROM Messages").forEachRow { row in
-      let conversation = row.int64(0), id = row.int64(1), bytes = row.int64(2)
-      totalMessages += 1
-      totalContent += bytes
-      if var s = stats[conversation] {
-        s.messages += 1
-        s.content += bytes
-        s.minID = min(s.minID, id)
-        s.maxID = max(s.maxID, id)
-        stats[conversation] = s
+  /// Measures the file in `db`'s transaction; with `btrees` nil, the b-trees are left
+  /// empty (the caller measures them on another connection).
+  static func measure(
+    _ db: Database, btrees: [BTree]?, upTo split: Int64 = .max, newer: () throws -> Figures = { [:] }
+  ) throws -> StorageReport {
+    let path = db.path
+    let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
+    guard columns.contains("conversation_id") else {
+      throw StoreError(.olderSchema, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
+    }
+    let pageSize = try db.int64("PRAGMA page_size") ?? 4096
+    let pageCount = try db.int64("PRAGMA page_count") ?? 0
+    let freePages = try db.int64("PRAGMA freelist_count") ?? 0
+    let autoVacuum = ["none", "full", "incremental"][Int(min(max(try db.int64("PRAGMA auto_vacuum") ?? 0, 0), 2))]
+
+    var stats = try pass(db, after: .min, upTo: split)
+    for (conversation, later) in try newer() {
+      if let earlier = stats[conversation] {
+        stats[conversation] = ConversationFigures(
+          messages: earlier.messages + later.messages, content: earlier.content + later.content, minID: earlier.minID,
+          maxID: later.maxID)
       } else {
-        stats[conversation] = (1, bytes, id, id)
+        stats[conversation] = later
       }
     }
+    let totalMessages = stats.values.reduce(0) { $0 + $1.messages }
     var outbox: [Int64: (pending: Int64, failed: Int64)] = [:]
     var requests: Int64 = 0
     try db.prepare("SELECT to_user_id, status, count(*) FROM MessageRequests GROUP BY to_user_id, status").forEachRow { row in
@@ -172,9 +192,6 @@ public struct StorageReport: Sendable {
       outbox[row.int64(0)] = counts
     }
 
-    let messagePages = btrees.filter { $0.table == "Messages" }.reduce(0) { $0 + $1.bytes }
-    let model = Double(totalContent + totalMessages * EvictionPlanner.rowOverhead)
-    let footprint = EvictionPlanner.Footprint(scale: model > 0 ? Double(messagePages) / model : 1, btreeBytes: [:])
     let createdAt = try db.prepare(HotQuery.messageCreatedAt.sql)
     let userName = try db.prepare(HotQuery.userByID.sql)
     var conversations: [ConversationUsage] = []
@@ -185,16 +202,64 @@ public struct StorageReport: Sendable {
         ConversationUsage(
           id: id, name: try userName.first([id]) { $0.optionalString(1) } ?? nil, messages: s?.messages ?? 0,
           contentBytes: s?.content ?? 0,
-          bytes: s.map { Int64(footprint.bytes(content: $0.content, rows: $0.messages).rounded()) } ?? 0,
+          bytes: 0,
           oldest: try s.flatMap { s in try createdAt.first([s.minID]) { $0.string(0) } },
           newest: try s.flatMap { s in try createdAt.first([s.maxID]) { $0.string(0) } },
           pending: o.pending, failed: o.failed))
     }
-    conversations.sort { ($0.bytes, $1.id) > ($1.bytes, $0.id) }
-    return StorageReport(
+    let report = StorageReport(
       path: path, fileBytes: FileSystem.size(atPath: path) ?? 0, walBytes: FileSystem.size(atPath: path + "-wal") ?? 0,
       shmBytes: FileSystem.size(atPath: path + "-shm") ?? 0, pageSize: pageSize, pageCount: pageCount, freePages: freePages,
-      autoVacuum: autoVacuum, btrees: btrees, conversations: conversations, messages: totalMessages, requests: requests)
+      autoVacuum: autoVacuum, btrees: [], conversations: conversations, messages: totalMessages, requests: requests)
+    return btrees.map { report.with(btrees: $0) } ?? report
+  }
+
+  /// Per conversation: its messages, their content bytes, its oldest and newest id.
+  typealias Figures = [Int64: ConversationFigures]
+  struct ConversationFigures: Sendable {
+    var messages: Int64
+    var content: Int64
+    var minID: Int64
+    var maxID: Int64
+  }
+
+  /// One pass over the messages with ids in `after...upTo`, in id order (how the table
+  /// lies on disk).
+  static func pass(_ db: Database, after: Int64, upTo: Int64 = .max) throws -> Figures {
+    var stats: Figures = [:]
+    // `after` = Int64.min means from the first row (`id > ?1` would leave out an id of Int64.min).
+    let lower = after == .min ? "" : "id > ?1 AND "
+    try db.prepare("SELECT conversation_id, id, length(CAST(content AS BLOB)) FROM Messages WHERE \(lower)id <= ?2")
+      .forEachRow([after, upTo]) { row in
+        let id = row.int64(1)
+        // Rows come in id order: the first of a conversation is its oldest, the last its newest.
+        add(&stats[row.int64(0), default: ConversationFigures(messages: 0, content: 0, minID: id, maxID: id)], id: id, bytes: row.int64(2))
+      }
+    return stats
+  }
+
+  /// One message into its conversation's figures (one dictionary lookup a row).
+  private static func add(_ s: inout ConversationFigures, id: Int64, bytes: Int64) {
+    s.messages += 1
+    s.content += bytes
+    s.maxID = id
+  }
+
+  /// The report with `btrees` (from the same snapshot), each conversation's estimated
+  /// bytes from them, and the conversations largest first.
+  func with(btrees: [BTree]) -> StorageReport {
+    var report = self
+    report.btrees = btrees
+    let messagePages = btrees.filter { $0.table == "Messages" }.reduce(0) { $0 + $1.bytes }
+    let content = conversations.reduce(0) { $0 + $1.contentBytes }
+    let model = Double(content + messages * EvictionPlanner.rowOverhead)
+    let footprint = EvictionPlanner.Footprint(scale: model > 0 ? Double(messagePages) / model : 1, btreeBytes: [:])
+    for i in report.conversations.indices where report.conversations[i].messages > 0 {
+      let c = report.conversations[i]
+      report.conversations[i].bytes = Int64(footprint.bytes(content: c.contentBytes, rows: c.messages).rounded())
+    }
+    report.conversations.sort { ($0.bytes, $1.id) > ($1.bytes, $0.id) }
+    return report
   }
 }
 

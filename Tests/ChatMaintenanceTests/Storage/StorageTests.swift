@@ -199,6 +199,20 @@ import Testing
     #expect(try Self.outbox(db) == outbox)
   }
 
+  /// The report measured in three passes at once (dbstat and the two halves of
+  /// Messages, on three connections) equals the one measured on one connection.
+  @Test func theParallelReportEqualsTheSerialOne() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    try fill(db, messages: 3_000)
+    _ = try ChatRepository(database: db, ownerID: 1).send(to: 2, content: "queued")
+    let parallel = try StorageReport.measure(path: db.path)
+    let serial = try db.read { try StorageReport.measure($0, btrees: StorageReport.btrees($0)) }
+    #expect(parallel.conversations == serial.conversations)
+    #expect(parallel.btrees == serial.btrees)
+    #expect(parallel.messages == serial.messages && parallel.messages == 3_000 && parallel.requests == serial.requests)
+  }
+
   // MARK: - Size
 
   // MARK: - Dry run and run agree
