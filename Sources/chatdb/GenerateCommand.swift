@@ -123,7 +123,12 @@ enum GenerateCommand: ParsableCommand {
       var importOptions = RecordWriter.Options()
       importOptions.batchSize = options.batchSize
       let importer = try RecordWriter(database: db, owner: owner, options: importOptions)
-      let summary = try importer.write({ emit in try generator.generate(emit) }) { progress.update(completed: $0.records, total: perUser) }
+      // One file: the records are made on a thread of their own while this one writes
+      // them (a fleet already keeps the cores busy with --jobs files at once).
+      let pipelined = options.fleet == nil
+      let summary = try importer.write({ emit in
+        if pipelined { try RecordPipe.run({ produce in try generator.generate(produce) }, into: emit) } else { try generator.generate(emit) }
+      }) { progress.update(completed: $0.records, total: perUser) }
       return FileResult(
         json: .object([
           "records": .int(summary.records), "messages": .int(summary.messages), "users": .int(summary.users),
