@@ -127,7 +127,7 @@ enum GenerateCommand: ParsableCommand {
       // them (a fleet already keeps the cores busy with --jobs files at once).
       let pipelined = options.fleet == nil
       let summary = try importer.write({ emit in
-        if pipelined { try RecordPipe.run({ produce in try generator.generate(produce) }, into: emit) } else { try generator.generate(emit) }
+        if pipelined { try Pipeline<Record>.run({ produce in try generator.generate(produce) }, into: emit) } else { try generator.generate(emit) }
       }) { progress.update(completed: $0.records, total: perUser) }
       return FileResult(
         json: .object([

@@ -83,6 +83,9 @@ public final class HistoryImporter {
   public func run(
     _ source: ByteSource, rejects: (any ByteSink)? = nil, progress: (ImportSummary) -> Void = { _ in }
   ) throws -> ImportSummary {
+    // Skipping bad records keeps each rejected line's text for the rejects file, and
+    // inserts one message at a time: it stays on one thread.
+    if !options.skipBadRecords { return try runPipelined(source, progress: progress) }
     let lines = LineReader(source: source)
     var header: HistoryHeader?
     var trailer: HistoryTrailer?
@@ -130,28 +133,12 @@ public final class HistoryImporter {
           progress(summary)
         }
       }
-      if header != nil && trailer == nil {
-        throw fail("\(source.name): the trailer is missing: the export is incomplete (truncated?)", .badInput)
-      }
-      if let trailer, trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && trailer != seen) {
-        throw fail(
-          "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages and \(trailer.requests) requests, "
-            + "but the file holds \(seen.users), \(seen.messages) and \(seen.requests)", .badInput)
-      }
+      try checkTrailer(header: header, trailer: trailer, seen: seen, source: source)
       try writer.finish()
     } catch {
       writer.abandon()
       if let rejects { try? rejectWriter.flush(to: rejects); try? rejects.finish() }
-      switch error {
-      case let error as ImportError: throw error
-      case let error as RecordError: throw fail("\(source.name):\(error.line ?? lines.lineNumber): \(error)", .badInput)
-      case let error as HeaderError: throw fail("\(source.name):1: \(error)", .badInput)
-      case let error as StoreError: throw fail(error.message, error.kind)
-      case let error as SQLiteError:
-        let store = StoreError.from(error, path: writer.db.path, doing: "import into")
-        throw fail(store.message, store.kind)
-      default: throw fail("\(source.name):\(lines.lineNumber): \(error)", .badInput)
-      }
+      throw failure(error, source: source, line: lines.lineNumber)
     }
     if let rejects {
       try rejectWriter.flush(to: rejects)
@@ -164,6 +151,118 @@ public final class HistoryImporter {
 
   enum LineOutcome { case imported, skipped }
 
+  /// What the parsing thread hands the writing one: a record with its line and the
+  /// input's bytes read so far, or the header or trailer.
+  enum Parsed: Sendable {
+    case record(Record, line: Int, bytesRead: Int64)
+    case header(HistoryHeader)
+    case trailer(HistoryTrailer)
+  }
+
+  /// A parsing error and the line it is on.
+  struct ParseFailure: Error {
+    var error: any Error
+    var line: Int
+  }
+
+  /// The import with reading, decompressing and parsing on a thread of their own
+  /// (`Pipeline`) while this one writes: the same checks, errors and batches as `run`
+  /// on one thread, which skipping bad records keeps to.
+  private func runPipelined(_ source: ByteSource, progress: (ImportSummary) -> Void) throws -> ImportSummary {
+    var header: HistoryHeader?
+    var trailer: HistoryTrailer?
+    var seen = HistoryTrailer()
+    var line = 0
+    let input = UncheckedSendable(source)
+    let owner = self.owner
+    do {
+      try writer.begin()
+      try Pipeline<Parsed>.run(
+        { emit in
+          let lines = LineReader(source: input.value)
+          let parser = RecordParser()
+          var afterTrailer = false
+          do {
+            while try lines.nextLine({ line -> Void in
+              if line.isEmpty { return }
+              if afterTrailer { throw RecordError("data after the trailer") }
+              let kind: RecordParser.Kind
+              do {
+                kind = try parser.parse(line)
+              } catch let error as RecordError where lines.lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) {
+                throw HeaderError(reason: error.description)
+              }
+              switch kind {
+              case .header:
+                guard lines.lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
+                try emit(.header(Self.checkedHeader(parser, owner: owner)))
+              case .trailer:
+                afterTrailer = true
+                try emit(.trailer(try parser.trailer()))
+              case .user, .message, .request:
+                try emit(.record(try parser.record(kind), line: lines.lineNumber, bytesRead: input.value.bytesRead))
+              }
+            }) != nil {}
+          } catch let error where !(error is PipelineCancelled) {
+            throw ParseFailure(error: error, line: lines.lineNumber)
+          }
+        },
+        into: { parsed in
+          switch parsed {
+          case .header(let h): header = h
+          case .trailer(let t): trailer = t
+          case .record(let record, let at, let bytesRead):
+            line = at
+            summary.records += 1
+            writer.currentLine = at
+            seen.count(record)
+            try writer.insert(record)
+            if try writer.recordWritten() {
+              summary.bytesIn = bytesRead
+              progress(summary)
+            }
+          }
+        })
+      try checkTrailer(header: header, trailer: trailer, seen: seen, source: source)
+      try writer.finish()
+    } catch let parse as ParseFailure {
+      writer.abandon()
+      throw failure(parse.error, source: source, line: parse.line)
+    } catch {
+      writer.abandon()
+      throw failure(error, source: source, line: line)
+    }
+    summary.hadHeader = header != nil
+    summary.bytesIn = source.bytesRead
+    return summary
+  }
+
+  /// A header without a trailer, or a trailer that counts other records, is refused.
+  private func checkTrailer(header: HistoryHeader?, trailer: HistoryTrailer?, seen: HistoryTrailer, source: ByteSource) throws {
+    if header != nil && trailer == nil {
+      throw fail("\(source.name): the trailer is missing: the export is incomplete (truncated?)", .badInput)
+    }
+    if let trailer, trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && trailer != seen) {
+      throw fail(
+        "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages and \(trailer.requests) requests, "
+          + "but the file holds \(seen.users), \(seen.messages) and \(seen.requests)", .badInput)
+    }
+  }
+
+  /// An import's failure as one line naming the input and line (`line`: where it was).
+  private func failure(_ error: any Error, source: ByteSource, line: Int) -> ImportError {
+    switch error {
+    case let error as ImportError: return error
+    case let error as RecordError: return fail("\(source.name):\(error.line ?? line): \(error)", .badInput)
+    case let error as HeaderError: return fail("\(source.name):1: \(error)", .badInput)
+    case let error as StoreError: return fail(error.message, error.kind)
+    case let error as SQLiteError:
+      let store = StoreError.from(error, path: writer.db.path, doing: "import into")
+      return fail(store.message, store.kind)
+    default: return fail("\(source.name):\(line): \(error)", .badInput)
+    }
+  }
+
   /// Everything before the current batch is committed; the current batch is not.
   private func fail(_ message: String, _ kind: StoreError.Kind) -> ImportError {
     ImportError(message: message, committed: writer.committed, kind: kind)
@@ -171,6 +270,10 @@ public final class HistoryImporter {
 
   /// The header on line 1, which must be this user's and a version this chatdb reads.
   private func checkedHeader() throws -> HistoryHeader {
+    try Self.checkedHeader(parser, owner: owner)
+  }
+
+  static func checkedHeader(_ parser: RecordParser, owner: Int64) throws -> HistoryHeader {
     let header: HistoryHeader
     do {
       header = try parser.header()

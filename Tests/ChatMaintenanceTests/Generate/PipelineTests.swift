@@ -4,13 +4,13 @@ import Testing
 
 @testable import ChatMaintenance
 
-@Suite struct RecordPipeTests {
+@Suite struct PipelineTests {
   /// Every record arrives, in order, across more blocks than the pipe holds at once.
   @Test func recordsArriveInOrder() throws {
     let options = HistoryGenerator.Options(owner: 1, contacts: 30, messages: 20_000, seed: 11)
     let generator = HistoryGenerator(options)
     var received: [Record] = []
-    try RecordPipe.run({ produce in try generator.generate(produce) }, into: { received.append($0) })
+    try Pipeline<Record>.run({ produce in try generator.generate(produce) }, into: { received.append($0) })
     #expect(received == GeneratedHistory(options).records)
   }
 
@@ -21,7 +21,7 @@ import Testing
     struct Stop: Error {}
     var taken = 0
     #expect(throws: Stop.self) {
-      try RecordPipe.run(
+      try Pipeline<Record>.run(
         { produce in
           for i in 0..<1_000_000 {
             made.add(1, ordering: .relaxed)
@@ -33,7 +33,7 @@ import Testing
           if taken == 10 { throw Stop() }
         })
     }
-    #expect(made.load(ordering: .relaxed) <= (RecordPipe.maxBlocks + 3) * RecordPipe.blockSize)
+    #expect(made.load(ordering: .relaxed) <= (Pipeline<Record>.maxBlocks + 3) * Pipeline<Record>.blockSize)
   }
 
   /// A producer's own error comes back after the records before it.
@@ -41,7 +41,7 @@ import Testing
     struct Broken: Error {}
     var received = 0
     #expect(throws: Broken.self) {
-      try RecordPipe.run(
+      try Pipeline<Record>.run(
         { produce in
           for i in 0..<5_000 { try produce(.user(User(id: Int64(i), name: "u"))) }
           throw Broken()

@@ -1,28 +1,29 @@
 import Foundation
 
-/// Runs a producer of records on a thread of its own and hands its records to the
-/// caller's thread in blocks, so making records (generating text, say) and writing them
-/// into SQLite each keep a core busy instead of taking turns on one.
+/// Runs a producer on a thread of its own and hands what it emits to the caller's
+/// thread in blocks, so making records (generating text, parsing NDJSON) and writing
+/// them into SQLite each keep a core busy instead of taking turns on one.
 ///
 /// ```swift
 /// try writer.write { emit in
-///   try RecordPipe.run({ produce in generator.generate(produce) }, into: emit)
+///   try Pipeline<Record>.run({ produce in generator.generate(produce) }, into: emit)
 /// }
 /// ```
-/// At most `maxBlocks` blocks of `blockSize` records wait between the two, so memory
-/// stays flat however many records there are. When `consume` throws, the producer is
-/// stopped at its next record and the error is rethrown once its thread has ended.
-public enum RecordPipe {
-  static let blockSize = 2_048
-  static let maxBlocks = 4
+/// At most `maxBlocks` blocks of `blockSize` items wait between the two, so memory
+/// stays flat however many there are. When `consume` throws, the producer is stopped
+/// at its next block and the error is rethrown once its thread has ended; when the
+/// producer throws, the items it emitted before arrive first, then its error.
+public enum Pipeline<Item: Sendable> {
+  static var blockSize: Int { 2_048 }
+  static var maxBlocks: Int { 4 }
 
-  /// Calls `consume` on this thread with every record `produce` emits on another, in order.
+  /// Calls `consume` on this thread with every item `produce` emits on another, in order.
   public static func run(
-    _ produce: @escaping @Sendable ((Record) throws -> Void) throws -> Void, into consume: (Record) throws -> Void
+    _ produce: @escaping @Sendable ((Item) throws -> Void) throws -> Void, into consume: (Item) throws -> Void
   ) throws {
     let channel = Channel()
     let thread = Thread {
-      var block: [Record] = []
+      var block: [Item] = []
       block.reserveCapacity(blockSize)
       do {
         try produce { record in
@@ -56,19 +57,18 @@ public enum RecordPipe {
   /// The blocks between the two threads, guarded by one condition variable.
   private final class Channel: @unchecked Sendable {
     private let condition = NSCondition()
-    private var blocks: [[Record]] = []
+    private var blocks: [[Item]] = []
     private var finished = false
     private var cancelled = false
     private(set) var producerFailure: (any Error)?
 
-    struct Cancelled: Error {}
 
     /// Producer: waits while `maxBlocks` blocks are waiting; throws once cancelled.
-    func send(_ block: [Record]) throws {
+    func send(_ block: [Item]) throws {
       condition.lock()
       defer { condition.unlock() }
-      while blocks.count >= RecordPipe.maxBlocks && !cancelled { condition.wait() }
-      if cancelled { throw Cancelled() }
+      while blocks.count >= Pipeline.maxBlocks && !cancelled { condition.wait() }
+      if cancelled { throw PipelineCancelled() }
       blocks.append(block)
       condition.broadcast()
     }
@@ -76,14 +76,14 @@ public enum RecordPipe {
     /// Producer: no more blocks (`error` when it failed).
     func finish(_ error: (any Error)?) {
       condition.lock()
-      if !(error is Cancelled) { producerFailure = error }
+      if !(error is PipelineCancelled) { producerFailure = error }
       finished = true
       condition.broadcast()
       condition.unlock()
     }
 
     /// Consumer: the next block, or nil once the producer finished and all were taken.
-    func receive() -> [Record]? {
+    func receive() -> [Item]? {
       condition.lock()
       defer { condition.unlock() }
       while blocks.isEmpty && !finished { condition.wait() }
@@ -107,4 +107,15 @@ public enum RecordPipe {
       condition.unlock()
     }
   }
+}
+
+/// What the producer's `emit` throws once the consumer has failed: the producer should
+/// let it pass (it is not reported).
+struct PipelineCancelled: Error {}
+
+/// A value handed to another thread that only that thread uses from then on (the
+/// input stream of a pipelined import, read by its parsing thread alone until it ends).
+struct UncheckedSendable<Value>: @unchecked Sendable {
+  let value: Value
+  init(_ value: Value) { self.value = value }
 }
