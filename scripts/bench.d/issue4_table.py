@@ -46,6 +46,10 @@ def versus(what, key, peer_label, peer, limit, faster_than=False):
     row(what, secs(key), f"{peer_label} {secs(peer)}", shown, goal, ok, f"{cpu:.2f}x")
 
 raw = "raw_insert"
+# Issue 12: against SQLite copying the same rows into the same schema (ATTACH + INSERT SELECT).
+versus("generate -> database (issue 12)", "generate_db", "ATTACH copy", "attach_copy", 1.30)
+versus("import NDJSON (issue 12)", "import_plain", "ATTACH copy", "attach_copy", 1.50)
+versus("import NDJSON.zst (issue 12)", "import_zst", "ATTACH copy", "attach_copy", 1.50)
 versus("generate -> database", "generate_db", "C raw insert", raw, 1.25)
 versus("import NDJSON", "import_plain", "C raw insert", raw, 1.50)
 versus("import NDJSON.zst (zstd -3)", "import_zst", "C raw insert", raw, 1.50)
