@@ -114,7 +114,8 @@ public struct StorageReport: Sendable {
       // report is measured again on this connection alone.
       let before = try db.int64("PRAGMA data_version")
       let (oldest, newest) = try db.read { db in
-        try db.prepare("SELECT min(id), max(id) FROM Messages").first { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
+        try requireConversationKeys(db)
+        return try db.prepare("SELECT min(id), max(id) FROM Messages").first { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
       }
       let split = oldest / 2 + newest / 2
       let pages = OnAnotherThread { try Database(path: path, mode: .readOnly).read { try Self.btrees($0) } }
@@ -159,10 +160,7 @@ public struct StorageReport: Sendable {
     _ db: Database, btrees: [BTree]?, upTo split: Int64 = .max, newer: () throws -> Figures = { [:] }
   ) throws -> StorageReport {
     let path = db.path
-    let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
-    guard columns.contains("conversation_id") else {
-      throw StoreError(.olderSchema, "\(path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: path)
-    }
+    try requireConversationKeys(db)
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
     let pageCount = try db.int64("PRAGMA page_count") ?? 0
     let freePages = try db.int64("PRAGMA freelist_count") ?? 0
@@ -212,6 +210,15 @@ public struct StorageReport: Sendable {
       shmBytes: FileSystem.size(atPath: path + "-shm") ?? 0, pageSize: pageSize, pageCount: pageCount, freePages: freePages,
       autoVacuum: autoVacuum, btrees: [], conversations: conversations, messages: totalMessages, requests: requests)
     return btrees.map { report.with(btrees: $0) } ?? report
+  }
+
+  /// The report needs `Messages.conversation_id` (schema version 2 and later).
+  static func requireConversationKeys(_ db: Database) throws {
+    let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
+    guard columns.contains("conversation_id") else {
+      throw StoreError(
+        .olderSchema, "\(db.path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: db.path)
+    }
   }
 
   /// Per conversation: its messages, their content bytes, its oldest and newest id.
