@@ -37,6 +37,7 @@ func recordedOwner(_ db: Database) throws -> Int64? {
 /// already be at the latest version. Returns the connection and the file's owner.
 func openForWriting(path: String, owner: Int64?) throws -> (db: Database, owner: Int64, created: Bool) {
   var created = false
+  if isUnfinishedNewFile(path) { removeDatabase(path) }
   if !FileSystem.exists(path) {
     guard owner != nil else {
       throw StoreError(
@@ -63,6 +64,15 @@ func openForWriting(path: String, owner: Int64?) throws -> (db: Database, owner:
   }
 }
 
+/// A file that holds no table at all: one whose creation was cut short (a command killed
+/// while it made a new file) or an empty file. Writing into it starts as into a new one.
+func isUnfinishedNewFile(_ path: String) -> Bool {
+  guard isRegularFile(path) else { return false }
+  if FileSystem.size(atPath: path) == 0 { return true }
+  guard let db = try? Database(path: path, mode: .readOnly) else { return false }
+  return (try? db.int64("SELECT count(*) FROM sqlite_schema")) == 0
+}
+
 /// Removes a database this command created, with its companion files.
 func removeDatabase(_ path: String) {
   for suffix in ["", "-wal", "-shm", "-journal"] { _ = unlink(path + suffix) }
@@ -80,6 +90,11 @@ func seconds(since start: DispatchTime) -> Double {
 }
 
 /// Whether `path` is an existing folder (following links).
+func isRegularFile(_ path: String) -> Bool {
+  var info = stat()
+  return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+}
+
 func isDirectory(_ path: String) -> Bool {
   var info = stat()
   return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR

@@ -584,6 +584,14 @@ import Testing
     try withTemporaryDirectory { dir in
       let migrator = try Self.customMigrator(second: sql)
       let path = Fixture.path(owner: Self.owner, in: dir)
+      // A new file is made whole beside its place: a failure leaves nothing.
+      let created = expectStoreError(.writeFailed) { _ = try migrator.migrate(fileAt: path) }
+      #expect(created?.message.contains("0002_second.sql") == true, "\(created?.message ?? "")")
+      #expect(created?.message.contains(path) == true, "\(created?.message ?? "")")
+      #expect(!FileSystem.exists(path))
+      #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+      // An existing file stays at the version before the failing migration.
+      _ = try migrator.migrate(fileAt: path, to: 1)
       let error = expectStoreError(.writeFailed) { _ = try migrator.migrate(fileAt: path) }
       #expect(error?.message.contains("0002_second.sql") == true, "\(error?.message ?? "")")
       #expect(error?.message.contains(path) == true)

@@ -157,7 +157,7 @@ public final class CommandContext: @unchecked Sendable {
       while let index = next.take(below: targets.count) {
         let target = targets[index]
         let outcome: Result<FileResult, Failure>
-        do { outcome = .success(try work(target, single)) } catch { outcome = .failure(Failure(error)) }
+        do { outcome = .success(try work(target, single)) } catch { outcome = .failure(Failure(Self.naming(error, target.path))) }
         single.finish()
         slots.set(index, FileReport(target: target, outcome: outcome))
         progress?.advance()
@@ -172,6 +172,18 @@ public final class CommandContext: @unchecked Sendable {
     }
     progress?.finish()
     return slots.values
+  }
+}
+
+extension CommandContext {
+  /// A SQLite error that says what is wrong with the file itself (damaged, locked, the
+  /// disk full) but reached the runner without the file's name gets it here, so the
+  /// one-line error always names the file.
+  static func naming(_ error: any Error, _ path: String) -> any Error {
+    guard let sqlite = error as? SQLiteError, sqlite.isCorruptOrNotADatabase || sqlite.isBusy || sqlite.isDiskFull else {
+      return error
+    }
+    return StoreError.from(sqlite, path: path, doing: "work on")
   }
 }
 

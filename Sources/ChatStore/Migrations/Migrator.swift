@@ -240,6 +240,7 @@ public struct Migrator: Sendable {
     if existed && status.version > 0 {
       try checkFreeSpace(for: path, size: status.fileSize, backup: backup)
     }
+    if !existed { return try create(path, plan: plan, owner: owner, report: report) }
     do {
       let db = try Database(path: path, mode: existed ? .readWrite : .create)
       report.created = !existed
@@ -255,6 +256,38 @@ public struct Migrator: Sendable {
       try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     } catch {
       throw StoreError.from(error, path: path, doing: "migrate")
+    }
+    return report
+  }
+
+  /// A new file is made whole beside its place (`.<name>.creating`) and linked into
+  /// place at the end: a run killed half-way never leaves a file between two versions
+  /// (each migration commits on its own) where the next command would find it.
+  private func create(_ path: String, plan: [Migration], owner: Int64?, report: Report) throws -> Report {
+    var report = report
+    let (folder, name) = FileSystem.splitPath(path)
+    let temporary = FileSystem.joinPath(folder, ".\(name).creating")
+    for suffix in ["", "-wal", "-shm"] { _ = unlink(temporary + suffix) }
+    defer { for suffix in ["", "-wal", "-shm"] { _ = unlink(temporary + suffix) } }
+    do {
+      do {
+        let db = try Database(path: temporary, mode: .create)
+        let owner = owner ?? StoreLocation.userID(fromFileName: path)
+        report.applied = try apply(plan, to: db, owner: owner)
+        report.toVersion = report.applied.last?.version ?? report.fromVersion
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+      }
+      guard link(temporary, path) == 0 else {
+        let reason = errno == EEXIST ? "\(path) appeared while it was being created" : String(cString: strerror(errno))
+        throw StoreError(errno == EEXIST ? .writeFailed : .io, "cannot create \(path): \(reason)", path: path)
+      }
+      report.created = true
+    } catch var error as StoreError {
+      // Name the file the user asked for, not the temporary one.
+      error.message = error.message.replacingOccurrences(of: temporary, with: path)
+      throw error
+    } catch {
+      throw StoreError.from(error, path: path, doing: "create")
     }
     return report
   }

@@ -41,6 +41,11 @@ public final class Database {
   /// The file's path, as given.
   public let path: String
   private var statementCache: [String: Statement] = [:]
+  /// A read-write connection that found a `-wal` already there (a crashed writer's, or
+  /// one that does not belong to this file at all): unless it writes, it closes without
+  /// checkpointing, so a command that fails or only reads leaves the file and the `-wal`
+  /// as they were. A writer that opens the file next checkpoints it as usual.
+  private let foundWAL: Bool
 
   /// How long a statement waits for another connection's lock before failing with
   /// `SQLITE_BUSY`, in milliseconds.
@@ -59,6 +64,7 @@ public final class Database {
       if path != ":memory:" { try FileSystem.createPrivateFile(atPath: path) }
     }
     let isNewFile = mode == .create && path != ":memory:" && FileSystem.size(atPath: path) == 0
+    foundWAL = mode == .readWrite && path != ":memory:" && (FileSystem.size(atPath: path + "-wal") ?? 0) > 0
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(path, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
@@ -83,7 +89,11 @@ public final class Database {
       // See <https://sqlite.org/pragma.html#pragma_auto_vacuum>.
       try execute("PRAGMA auto_vacuum = INCREMENTAL")
     }
-    if mode != .readOnly && path != ":memory:" {
+    // An empty file opened `.readWrite` is an empty database, not a chat file: switching
+    // it to WAL would write its first page, changing a file the command then refuses
+    // (version 0). It stays as it is until something really writes to it.
+    let emptyExisting = mode == .readWrite && path != ":memory:" && FileSystem.size(atPath: path) == 0
+    if mode != .readOnly && path != ":memory:" && !emptyExisting {
       try execute("PRAGMA journal_mode = WAL")
       // Debian builds SQLite with WAL synchronous=FULL; NORMAL is durable across
       // application crashes and only loses the last commits on power loss.
@@ -93,6 +103,7 @@ public final class Database {
 
   deinit {
     statementCache.removeAll()
+    if foundWAL && sqlite3_total_changes64(handle) == 0 { _ = chatdb_sqlite3_no_checkpoint_on_close(handle) }
     sqlite3_close_v2(handle)
   }
 
