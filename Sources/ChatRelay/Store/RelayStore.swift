@@ -49,6 +49,8 @@ public final class RelayStore {
   public private(set) var openGroup: Int?
   /// The number the next group gets.
   private var nextGroup = 1
+  /// Tokens that authenticated, until another connection commits (``authenticate(token:)``).
+  private var tokenCache = TokenCache()
 
   /// Opens the relay file at `path`, creating it (mode 0600) and its schema when
   /// missing, and applying the relay's pending migrations.
@@ -204,6 +206,25 @@ public final class RelayStore {
 @available(*, unavailable)
 extension RelayStore: Sendable {}
 
+/// Users of tokens that authenticated, by the digest's lookup key, valid for one
+/// `PRAGMA data_version` of the file (see ``RelayStore/authenticate(token:)``).
+struct TokenCache {
+  /// The most tokens remembered; past it the memory starts again empty.
+  static let capacity = 100_000
+  var dataVersion: Int64?
+  var users: [Int64: (user: Int64, digest: [UInt8])] = [:]
+
+  mutating func forget(dataVersion: Int64?) {
+    self.dataVersion = dataVersion
+    users.removeAll()
+  }
+
+  mutating func remember(_ key: Int64, user: Int64, digest: [UInt8]) {
+    if users.count >= Self.capacity { users.removeAll() }
+    users[key] = (user, digest)
+  }
+}
+
 // MARK: - Users and tokens
 
 extension RelayStore {
@@ -225,6 +246,7 @@ extension RelayStore {
     try requireText(name, field: "name")
     if let avatarURL { try requireText(avatarURL, field: "avatarURL", allowEmpty: true) }
     let token = try AccessToken.generate()
+    tokenCache.forget(dataVersion: nil)
     try writing("add user \(id) to") { db in
       guard try db.int64(RelayQuery.userExists, [id]) == 0 else {
         throw StoreError(.badInput, "user \(id) already exists", path: path)
@@ -239,6 +261,7 @@ extension RelayStore {
   /// authenticating at once. `.notFound` for an unknown user.
   public func rotateToken(id: Int64) throws -> String {
     let token = try AccessToken.generate()
+    tokenCache.forget(dataVersion: nil)
     try writing("rotate the token of user \(id) in") { db in
       try requireUser(id, db)
       try storeToken(token, for: id, db)
@@ -261,6 +284,7 @@ extension RelayStore {
   /// that are not yet delivered (the recipients still get them), every idempotency
   /// record (a retry still gets its message) and push records (a log).
   public func removeUser(id: Int64) throws {
+    tokenCache.forget(dataVersion: nil)
     try writing("remove user \(id) from") { db in
       try requireUser(id, db)
       try db.execute("DELETE FROM RelayTokens WHERE user_id = ?", [id])
@@ -292,20 +316,30 @@ extension RelayStore {
   /// and then compared whole with `CRYPTO_memcmp`, whose time does not depend on
   /// where two digests differ. Text longer than 256 bytes is no token.
   /// See <https://docs.openssl.org/3.0/man3/CRYPTO_memcmp/>.
+  ///
+  /// Tokens that matched are remembered (digest and user, by the same key, compared the
+  /// same way) for as long as the file's `PRAGMA data_version` says no other connection
+  /// committed: a token rotated or a user removed by `chat-relay user …` in another
+  /// process empties the memory before the next check, and so do this store's own
+  /// ``addUser(id:name:avatarURL:)``, ``rotateToken(id:)`` and ``removeUser(id:)``.
+  /// See <https://sqlite.org/pragma.html#pragma_data_version>.
   public func authenticate(token: String) throws -> Int64? {
     guard !token.isEmpty, token.utf8.count <= AccessToken.maximumLength else { return nil }
     let digest = AccessToken.digest(token)
-    let candidates = try reading("authenticate against") { db in
-      try db.query(RelayQuery.tokensByLookupKey, [AccessToken.lookupKey(digest)]) { row in
-        (row.int64(0), row.value(1))
+    let key = AccessToken.lookupKey(digest)
+    return try reading("authenticate against") { db in
+      let version = try db.int64("PRAGMA data_version") ?? 0
+      if version != tokenCache.dataVersion { tokenCache.forget(dataVersion: version) }
+      if let known = tokenCache.users[key], AccessToken.digestsMatch(known.digest, digest) { return known.user }
+      let candidates = try db.query(RelayQuery.tokensByLookupKey, [key]) { row in (row.int64(0), row.value(1)) }
+      var match: Int64?
+      for (user, stored) in candidates {
+        guard case .blob(let bytes) = stored else { continue }
+        if AccessToken.digestsMatch(bytes, digest) { match = user }
       }
+      if let match { tokenCache.remember(key, user: match, digest: digest) }
+      return match
     }
-    var match: Int64?
-    for (user, stored) in candidates {
-      guard case .blob(let bytes) = stored else { continue }
-      if AccessToken.digestsMatch(bytes, digest) { match = user }
-    }
-    return match
   }
 
   /// Records when a user last connected (`at`, ISO 8601 by convention).
