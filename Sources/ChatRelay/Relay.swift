@@ -76,6 +76,8 @@ public final class Relay: @unchecked Sendable {
   /// before it is. `log` gets the turn's lines together, one call per turn.
   public func handlers(log: @escaping @Sendable (String) -> Void = { _ in }) -> RelayServer.Handlers {
     store.groupsCalls = true
+    // Serving: checkpoints leave the service thread (SQLite's own stay if that fails).
+    try? store.checkpointInBackground()
     return RelayServer.Handlers(
       http: { [self] in answer($0) },
       authorizeSocket: { [self] in try? authenticate($0) },
@@ -205,8 +207,13 @@ public final class Relay: @unchecked Sendable {
     }
     let (message, isNew) = try store.post(
       from: user, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
-    if isNew { deliver(message) }
-    var response = HTTPResponse.json(201, ["message": message.json, "fromMessageRequestId": .int(body.requestId)])
+    // The message is rendered once, for its event and its answer: the two are the same
+    // bytes as rendering each JSONValue whole (keys sorted, no spaces).
+    let rendered = message.json.render(pretty: false)
+    if isNew { deliver(message, rendered: rendered) }
+    var response = HTTPResponse(
+      status: 201, contentType: "application/json",
+      body: Array("{\"fromMessageRequestId\":\(body.requestId),\"message\":\(rendered)}".utf8))
     if !isNew { response.headers.append(("Idempotent-Replayed", "true")) }
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
@@ -220,8 +227,8 @@ public final class Relay: @unchecked Sendable {
   }
 
   /// Sends a new message to the recipient's sockets, or records a push notification.
-  private func deliver(_ message: RelayMessage) {
-    let event = Self.event("new_message", message.json)
+  private func deliver(_ message: RelayMessage, rendered: String) {
+    let event = Self.event("new_message", rendered: rendered)
     let targets = socketsOfUser[message.toUserId] ?? []
     if targets.isEmpty {
       let at = Timestamp.string(milliseconds: now())
@@ -417,7 +424,13 @@ public final class Relay: @unchecked Sendable {
   }
 
   static func event(_ type: String, _ payload: JSONValue) -> String {
-    JSONValue.object(["type": .string(type), "payload": payload]).render(pretty: false)
+    event(type, rendered: payload.render(pretty: false))
+  }
+
+  /// `{"payload":…,"type":…}` around a payload already rendered: the bytes of rendering
+  /// the event's JSONValue (keys sorted, no spaces).
+  static func event(_ type: String, rendered payload: String) -> String {
+    "{\"payload\":" + payload + ",\"type\":" + jsonString(type) + "}"
   }
 }
 
