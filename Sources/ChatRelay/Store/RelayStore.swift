@@ -58,6 +58,8 @@ public final class RelayStore {
   /// Group commits between two background checkpoints: a few hundred WAL pages at most,
   /// so several run before SQLite's own automatic checkpoint (at 1,000 pages).
   static let commitsPerCheckpoint = 16
+  /// WAL pages before this connection checkpoints itself (SQLite's default is 1,000).
+  static let foregroundCheckpointPages = 4_000
 
   /// Opens the relay file at `path`, creating it (mode 0600) and its schema when
   /// missing, and applying the relay's pending migrations.
@@ -101,6 +103,7 @@ public final class RelayStore {
     guard checkpointer == nil else { return }
     do {
       checkpointer = try Checkpointer(path: path)
+      try db.execute("PRAGMA wal_autocheckpoint = \(Self.foregroundCheckpointPages)")
     } catch {
       throw StoreError.from(error, path: path, doing: "open the checkpointing connection to")
     }
