@@ -188,7 +188,7 @@ public final class Relay: @unchecked Sendable {
   func postMessage(_ request: HTTPRequest, from user: Int64) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
-    let body: PostBody = try decode(request.body)
+    let body: PostBody = try PostBody.parsePlain(request.body) ?? decode(request.body)
     guard body.requestId > 0 else { throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId") }
     guard body.toUserId > 0 else { throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId") }
     let bytes = body.content.utf8.count
