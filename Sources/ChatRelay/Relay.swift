@@ -35,6 +35,23 @@ public final class Relay: @unchecked Sendable {
   /// Open sockets and their users.
   private var sockets: [SocketID: Int64] = [:]
   private var socketsOfUser: [Int64: Set<SocketID>] = [:]
+  /// What this turn's handlers said, held until the turn's commit (group commit).
+  private var effects: [HeldEffect] = []
+  /// This turn's log lines, written together at its end.
+  private var logLines: [String] = []
+
+  /// An answer, event or webhook call that reports a change: it leaves only once the
+  /// transaction (`group`) holding the change is committed, and never if it fails.
+  private struct HeldEffect {
+    enum Kind {
+      case answer(HTTPExchangeID, HTTPResponse)
+      case event(String, SocketID)
+      case webhook(RelayMessage, unread: Int64)
+    }
+    var kind: Kind
+    /// The store's group open when it was said; nil when it reports no write.
+    var group: Int?
+  }
 
   /// Opens (or creates) the relay's database.
   public init(
@@ -52,14 +69,65 @@ public final class Relay: @unchecked Sendable {
   public func attach(_ server: RelayServer) { self.server = server }
 
   /// The handlers to create the `RelayServer` with.
+  ///
+  /// Group commit: everything the handlers of one service turn do is one transaction,
+  /// committed when the turn ends (``endTurn(log:)``); only then do the turn's answers
+  /// and events leave, so a `201` still means committed, and a message is never announced
+  /// before it is. `log` gets the turn's lines together, one call per turn.
   public func handlers(log: @escaping @Sendable (String) -> Void = { _ in }) -> RelayServer.Handlers {
-    RelayServer.Handlers(
-      http: { [self] in respond(to: $0) },
+    store.groupsCalls = true
+    // Serving: checkpoints leave the service thread (SQLite's own stay if that fails).
+    try? store.checkpointInBackground()
+    return RelayServer.Handlers(
+      http: { [self] in answer($0) },
       authorizeSocket: { [self] in try? authenticate($0) },
       socketOpened: { [self] in opened($0, user: $1) },
       socketText: { [self] in received($2, on: $0, from: $1) },
       socketClosed: { [self] in closed($0, user: $1) },
-      log: log)
+      log: { [self] in logLines.append($0) },
+      turnEnded: { [self] in endTurn(log: log) })
+  }
+
+  /// The handler's answer: given at once when it reports no write, else held until the
+  /// turn's commit.
+  func answer(_ request: HTTPRequest) -> HTTPResponse? {
+    let response = respond(to: request)
+    guard let group = store.openGroup else { return response }
+    effects.append(HeldEffect(kind: .answer(request.exchange, response), group: group))
+    return nil
+  }
+
+  /// Commits the turn's writes, then lets out what reported them; when the commit fails
+  /// their answers become `503 unavailable` and their events are dropped (the client
+  /// retries; the same `requestId` is then a new message, as none was stored).
+  func endTurn(log: (String) -> Void) {
+    var committed: Int?
+    var failure: String?
+    do {
+      committed = try store.commitGroup()
+    } catch {
+      failure = "\(error)"
+      logLines.append("commit failed, answering 503: \(error)")
+    }
+    let held = effects
+    effects = []
+    for effect in held {
+      let holds = effect.group == nil || effect.group == committed
+      switch effect.kind {
+      case .answer(let exchange, let response):
+        server?.answer(
+          exchange,
+          with: holds ? response : APIError.unavailable("the relay could not commit: \(failure ?? "the transaction was rolled back")").response)
+      case .event(let text, let socket):
+        if holds { transmit(text, to: socket) }
+      case .webhook(let message, let unread):
+        if holds { notifyWebhook(message, unread: unread) }
+      }
+    }
+    if !logLines.isEmpty {
+      log(logLines.joined(separator: "\n"))
+      logLines.removeAll(keepingCapacity: true)
+    }
   }
 
   // MARK: - HTTP
@@ -120,7 +188,7 @@ public final class Relay: @unchecked Sendable {
   func postMessage(_ request: HTTPRequest, from user: Int64) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
-    let body: PostBody = try decode(request.body)
+    let body: PostBody = try PostBody.parsePlain(request.body) ?? decode(request.body)
     guard body.requestId > 0 else { throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId") }
     guard body.toUserId > 0 else { throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId") }
     let bytes = body.content.utf8.count
@@ -139,8 +207,13 @@ public final class Relay: @unchecked Sendable {
     }
     let (message, isNew) = try store.post(
       from: user, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
-    if isNew { deliver(message) }
-    var response = HTTPResponse.json(201, ["message": message.json, "fromMessageRequestId": .int(body.requestId)])
+    // The message is rendered once, for its event and its answer: the two are the same
+    // bytes as rendering each JSONValue whole (keys sorted, no spaces).
+    let rendered = message.json.render(pretty: false)
+    if isNew { deliver(message, rendered: rendered) }
+    var response = HTTPResponse(
+      status: 201, contentType: "application/json",
+      body: Array("{\"fromMessageRequestId\":\(body.requestId),\"message\":\(rendered)}".utf8))
     if !isNew { response.headers.append(("Idempotent-Replayed", "true")) }
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
@@ -154,13 +227,19 @@ public final class Relay: @unchecked Sendable {
   }
 
   /// Sends a new message to the recipient's sockets, or records a push notification.
-  private func deliver(_ message: RelayMessage) {
-    let event = Self.event("new_message", message.json)
+  private func deliver(_ message: RelayMessage, rendered: String) {
+    let event = Self.event("new_message", rendered: rendered)
     let targets = socketsOfUser[message.toUserId] ?? []
     if targets.isEmpty {
       let at = Timestamp.string(milliseconds: now())
       let push = try? store.recordPush(to: message.toUserId, messageId: message.messageId, at: at)
-      notifyWebhook(message, unread: push?.unread ?? 0)
+      if pushWebhook != nil {
+        if let group = store.openGroup {
+          effects.append(HeldEffect(kind: .webhook(message, unread: push?.unread ?? 0), group: group))
+        } else {
+          notifyWebhook(message, unread: push?.unread ?? 0)
+        }
+      }
       return
     }
     for socket in targets {
@@ -320,7 +399,16 @@ public final class Relay: @unchecked Sendable {
     for socket in socketsOfUser[update.userId] ?? [] { send(event, to: socket) }
   }
 
+  /// Sends `text` to `socket`, after the commit when it reports a change of the open group.
   private func send(_ text: String, to socket: SocketID) {
+    if let group = store.openGroup {
+      effects.append(HeldEffect(kind: .event(text, socket), group: group))
+    } else {
+      transmit(text, to: socket)
+    }
+  }
+
+  private func transmit(_ text: String, to socket: SocketID) {
     let close = faults.fire(.closeSocket)
     guard let server else { return }
     // `send` and `close` are thread-safe: a delayed event is sent from a timer.
@@ -336,7 +424,13 @@ public final class Relay: @unchecked Sendable {
   }
 
   static func event(_ type: String, _ payload: JSONValue) -> String {
-    JSONValue.object(["type": .string(type), "payload": payload]).render(pretty: false)
+    event(type, rendered: payload.render(pretty: false))
+  }
+
+  /// `{"payload":…,"type":…}` around a payload already rendered: the bytes of rendering
+  /// the event's JSONValue (keys sorted, no spaces).
+  static func event(_ type: String, rendered payload: String) -> String {
+    "{\"payload\":" + payload + ",\"type\":" + jsonString(type) + "}"
   }
 }
 

@@ -47,7 +47,10 @@ final class Client {
   /// A read-only look at the file (a second connection, as a UI would have).
   func count(_ sql: String) throws -> Int64 {
     guard FileManager.default.fileExists(atPath: db) else { return 0 }
-    return try Database(path: db, mode: .readOnly).int64(sql) ?? 0
+    let file = try Database(path: db, mode: .readOnly)
+    // `chat-sync run` creates the file, then migrates it: a look in between finds no tables yet.
+    guard try file.int64("SELECT count(*) FROM sqlite_schema WHERE name = 'Messages'") == 1 else { return 0 }
+    return try file.int64(sql) ?? 0
   }
 
   func messagesRequests() throws -> [Int64] {

@@ -17,6 +17,9 @@ public struct HTTPRequest: Sendable {
   public var headers: [String: String]
   /// The whole request body (at most ``RelayServer/maximumBodySize`` bytes).
   public var body: [UInt8]
+  /// Names this request for ``RelayServer/answer(_:with:)`` (a handler that answers
+  /// later); set by the server.
+  public var exchange = HTTPExchangeID(connection: 0, sequence: 0)
 
   /// Creates a request, e.g. to call a handler directly in a test.
   public init(
@@ -59,6 +62,20 @@ public struct HTTPResponse: Sendable {
   public static func jsonError(status: Int, code: String, message: String) -> HTTPResponse {
     let text = #"{"error":{"code":"# + jsonString(code) + #","message":"# + jsonString(message) + "}}"
     return HTTPResponse(status: status, contentType: "application/json", body: Array(text.utf8))
+  }
+}
+
+/// One request on one connection, for an answer given after the handler returned.
+public struct HTTPExchangeID: Hashable, Sendable {
+  /// The server's number for the TCP connection.
+  public let connection: UInt64
+  /// The request's place on that connection (1 for the first).
+  public let sequence: Int
+
+  /// Wraps the two numbers.
+  public init(connection: UInt64, sequence: Int) {
+    self.connection = connection
+    self.sequence = sequence
   }
 }
 

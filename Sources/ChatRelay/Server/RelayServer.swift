@@ -19,8 +19,10 @@ import CWebSockets
 public final class RelayServer: @unchecked Sendable {
   /// What the server calls, always on the service thread.
   public struct Handlers: Sendable {
-    /// Answers every HTTP request except a WebSocket upgrade on the socket path.
-    public var http: @Sendable (HTTPRequest) -> HTTPResponse
+    /// Answers every HTTP request except a WebSocket upgrade on the socket path; nil
+    /// means the answer comes later, through ``RelayServer/answer(_:with:)`` with the
+    /// request's `exchange` (the relay answers after its commit at the end of the turn).
+    public var http: @Sendable (HTTPRequest) -> HTTPResponse?
     /// Returns the user id for a WebSocket upgrade request (path, query and headers,
     /// no body), or nil to refuse it with 401 and a JSON error body.
     public var authorizeSocket: @Sendable (HTTPRequest) -> Int64?
@@ -33,16 +35,22 @@ public final class RelayServer: @unchecked Sendable {
     /// One line per request and per socket: method, path (no query), status,
     /// milliseconds. Never a body, a query value or the `Authorization` header.
     public var log: @Sendable (String) -> Void
+    /// The end of one turn of the service loop: every event that was ready has been
+    /// handled, and the loop is about to wait (also once after the last close callbacks).
+    /// The relay commits the turn's writes here and then gives the turn's answers.
+    public var turnEnded: @Sendable () -> Void
 
     /// Creates the handlers; everything but `http` defaults to refusing sockets / doing nothing.
     public init(
-      http: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+      http: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
       authorizeSocket: @escaping @Sendable (HTTPRequest) -> Int64? = { _ in nil },
       socketOpened: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
       socketText: @escaping @Sendable (SocketID, Int64, String) -> Void = { _, _, _ in },
       socketClosed: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
-      log: @escaping @Sendable (String) -> Void = { _ in }
+      log: @escaping @Sendable (String) -> Void = { _ in },
+      turnEnded: @escaping @Sendable () -> Void = {}
     ) {
+      self.turnEnded = turnEnded
       self.http = http
       self.authorizeSocket = authorizeSocket
       self.socketOpened = socketOpened
@@ -88,6 +96,11 @@ public final class RelayServer: @unchecked Sendable {
   /// Queues `text` for `socket`; written in order on the service thread. A socket
   /// that is closed or unknown drops it.
   public func send(_ text: String, to socket: SocketID) { core.send(text, to: socket.raw) }
+
+  /// Answers a request whose handler returned nil, from the writable callback. Service
+  /// thread only (a handler or `turnEnded`). A request whose connection is gone is
+  /// dropped; a response with `dropConnection` closes the connection instead.
+  public func answer(_ exchange: HTTPExchangeID, with response: HTTPResponse) { core.answer(exchange, with: response) }
 
   /// Closes `socket` normally (1000) once the messages queued before are written.
   public func close(_ socket: SocketID, code: UInt16 = 1000) { core.close(socket.raw, code: code) }

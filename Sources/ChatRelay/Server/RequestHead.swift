@@ -22,10 +22,15 @@ enum RequestHead {
   static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
     let length = Int(lws_hdr_total_length(wsi, token))
     guard length > 0 else { return nil }
-    var buffer = [CChar](repeating: 0, count: length + 1)
-    let copied = Int(lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token))
-    guard copied >= 0 else { return nil }
-    return String(decoding: buffer[0..<copied].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    var failed = false
+    // Copied straight into the string's storage (lws adds a NUL, hence the + 1);
+    // invalid UTF-8 is repaired as by String(decoding:).
+    let text = String(unsafeUninitializedCapacity: length + 1) { bytes in
+      let copied = bytes.withMemoryRebound(to: CChar.self) { lws_hdr_copy(wsi, $0.baseAddress, Int32($0.count), token) }
+      failed = copied < 0
+      return max(0, Int(copied))
+    }
+    return failed ? nil : text
   }
 
   /// The declared `Content-Length`, nil when absent or not a number.
@@ -57,16 +62,22 @@ enum RequestHead {
     return result
   }
 
+  /// The header tokens lws knows by name, with their lowercased names without the colon;
+  /// read once (request-line tokens read "get ", pseudo-headers ":path": only real
+  /// headers end with ':').
+  private static let headerTokens: [(lws_token_indexes, String)] = (0..<WSI_TOKEN_COUNT.rawValue).compactMap { raw in
+    let token = lws_token_indexes(rawValue: raw)
+    guard let name = lws_token_to_string(token) else { return nil }
+    let text = String(cString: name)
+    guard text.hasSuffix(":"), !text.hasPrefix(":") else { return nil }
+    return (token, String(text.dropLast()).lowercased())
+  }
+
   /// Every header lws knows by name that this request carries.
   static func headers(_ wsi: OpaquePointer) -> [String: String] {
     var result: [String: String] = [:]
-    for raw in 0..<WSI_TOKEN_COUNT.rawValue {
-      let token = lws_token_indexes(rawValue: raw)
-      guard lws_hdr_total_length(wsi, token) > 0, let name = lws_token_to_string(token) else { continue }
-      let text = String(cString: name)
-      // Request-line tokens read "get ", pseudo-headers ":path"; real headers end with ':'.
-      guard text.hasSuffix(":"), !text.hasPrefix(":"), let value = header(wsi, token) else { continue }
-      result[String(text.dropLast()).lowercased()] = value
+    for (token, name) in headerTokens where lws_hdr_total_length(wsi, token) > 0 {
+      if let value = header(wsi, token) { result[name] = value }
     }
     return result
   }

@@ -14,6 +14,7 @@ extension ServiceCore {
     guard let request = RequestHead.read(wsi) else { return -1 }
     connection.requests += 1
     var exchange = Exchange(request: request, started: .now)
+    exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
     let declared = RequestHead.contentLength(wsi) ?? 0
     if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
@@ -26,7 +27,7 @@ extension ServiceCore {
 
   func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
-      exchange.response == nil, !exchange.tooLarge
+      exchange.response == nil, !exchange.awaitingAnswer, exchange.held == nil, !exchange.tooLarge
     else { return }
     if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
       exchange.tooLarge = true
@@ -39,12 +40,13 @@ extension ServiceCore {
 
   func finishBody(_ wsi: OpaquePointer) -> Int32 {
     guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange,
-      exchange.response == nil
+      exchange.response == nil, !exchange.awaitingAnswer, exchange.held == nil
     else { return 0 }
     return answer(wsi, connection)
   }
 
-  /// Calls the handler (or refuses an oversized body), writes the head, and schedules the body.
+  /// Calls the handler (or refuses an oversized body) and starts the answer, unless the
+  /// handler gives it later (``answer(_:with:)``).
   private func answer(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange else { return -1 }
     let response =
@@ -53,11 +55,32 @@ extension ServiceCore {
         status: 413, code: "too_large",
         message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
       : handlers.http(exchange.request)
+    exchange.request.body = []
+    exchange.awaitingAnswer = response == nil
+    connection.exchange = exchange
+    guard let response else { return 0 }
+    return start(response, wsi, connection)
+  }
+
+  /// A later answer to `id`: kept on its exchange and written from the writable callback.
+  func answer(_ id: HTTPExchangeID, with response: HTTPResponse) {
+    guard let connection = connections[id.connection], let wsi = connection.wsi, var exchange = connection.exchange,
+      exchange.awaitingAnswer, exchange.request.exchange == id
+    else { return }
+    exchange.awaitingAnswer = false
+    exchange.held = response
+    connection.exchange = exchange
+    lws_callback_on_writable(wsi)
+  }
+
+  /// Writes the head, with the body when it fits one write, else schedules the body;
+  /// a response with `dropConnection` closes the connection instead.
+  private func start(_ response: HTTPResponse, _ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    guard var exchange = connection.exchange else { return -1 }
     if response.dropConnection {
       handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped without an answer (fault)")
       return -1
     }
-    exchange.request.body = []
     exchange.status = response.status
     let body = exchange.request.method == "HEAD" ? [] : response.body
     // A body that fits one write goes out with the head: one send and no extra trip
@@ -72,9 +95,13 @@ extension ServiceCore {
   }
 
   func writeResponseBody(_ wsi: OpaquePointer) -> Int32 {
-    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
-      let body = exchange.response
-    else { return 0 }
+    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange else { return 0 }
+    if let held = exchange.held {
+      exchange.held = nil
+      connection.exchange = exchange
+      return start(held, wsi, connection)
+    }
+    guard let body = exchange.response else { return 0 }
     let count = min(body.count - exchange.written, Self.writeChunk)
     let isFinal = exchange.written + count == body.count
     let pre = Int(chat_lws_pre)

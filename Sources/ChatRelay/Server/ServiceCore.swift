@@ -69,6 +69,7 @@ final class ServiceCore: @unchecked Sendable {
     outbound.withLock { $0.serviceThread = pthread_self() }
     while !outbound.withLock({ $0.stopping }) {
       if lws_service(context.pointer, 0) < 0 { return shutdown() }
+      handlers.turnEnded()
     }
     // Stopping: every socket gets a close frame with 1001 "going away" before the
     // context goes; a client that does not answer within a second is simply dropped.
@@ -88,6 +89,7 @@ final class ServiceCore: @unchecked Sendable {
     let deadline = ContinuousClock.now.advanced(by: .seconds(1))
     while !outbound.withLock({ $0.live.isEmpty }) && ContinuousClock.now < deadline {
       if lws_service(context.pointer, 0) < 0 { break }
+      handlers.turnEnded()
     }
     shutdown()
   }
@@ -104,7 +106,10 @@ final class ServiceCore: @unchecked Sendable {
     outbound.withLock { $0.context = nil }
     let owner = context
     context = nil
-    owner?.destroy()
+    guard let owner else { return }
+    owner.destroy()
+    // The close callbacks of the destruction are a turn of their own.
+    handlers.turnEnded()
   }
 
   // MARK: - Thread-safe requests
@@ -166,6 +171,7 @@ final class ServiceCore: @unchecked Sendable {
     case LWS_CALLBACK_WSI_DESTROY:
       if let id = existingID(wsi) {
         socketClosed(wsi)
+        connections[id]?.wsi = nil
         connections[id] = nil
       }
       return 0
@@ -185,7 +191,7 @@ final class ServiceCore: @unchecked Sendable {
     if let id = existingID(wsi), let connection = connections[id] { return connection }
     nextID += 1
     lws_set_opaque_user_data(wsi, UnsafeMutableRawPointer(bitPattern: UInt(nextID)))
-    let connection = Connection(id: nextID)
+    let connection = Connection(id: nextID, wsi: wsi)
     connections[nextID] = connection
     return connection
   }
@@ -203,11 +209,16 @@ struct WakeHandle: @unchecked Sendable {
 /// One TCP connection's state on the service thread.
 final class Connection {
   let id: UInt64
+  /// The connection's lws; nil once lws destroyed it.
+  var wsi: OpaquePointer?
   var requests = 0
   var exchange: Exchange?
   var socket: SocketState?
 
-  init(id: UInt64) { self.id = id }
+  init(id: UInt64, wsi: OpaquePointer) {
+    self.id = id
+    self.wsi = wsi
+  }
 }
 
 /// One HTTP request and, once answered, the response being written.
@@ -216,7 +227,11 @@ struct Exchange {
   let started: ContinuousClock.Instant
   /// The body is over the limit: its bytes are read and dropped, the answer is 413.
   var tooLarge = false
-  /// Set once the handler answered: the body still to write and the status to log.
+  /// The handler answers later (``ServiceCore/answer(_:with:)``); nothing more is read.
+  var awaitingAnswer = false
+  /// An answer given later, waiting for the writable callback.
+  var held: HTTPResponse?
+  /// Set once the head is written: the body still to write and the status to log.
   var response: [UInt8]?
   var written = 0
   var status = 0

@@ -173,7 +173,7 @@ extension RelayStore {
   /// cursor). Returns how many were dropped.
   @discardableResult
   public func dropStatusUpdates(for user: Int64, upTo sequence: Int64) throws -> Int {
-    try writing("drop status updates of user \(user) in") { db in
+    try writing("drop status updates of user \(user) in", singleWrite: true) { db in
       try db.execute(RelayQuery.dropStatusUpdates, [user, sequence])
       return db.changes
     }
@@ -185,7 +185,7 @@ extension RelayStore {
   @discardableResult
   public func recordPush(to user: Int64, messageId: Int64, at: String) throws -> PushRecord {
     try requireText(at, field: "at")
-    return try writing("record a push for user \(user) in") { db in
+    return try writing("record a push for user \(user) in", singleWrite: true) { db in
       let unread = try db.int64(RelayQuery.undeliveredCount, [user]) ?? 0
       try db.execute(
         "INSERT INTO RelayPushes (to_user_id, message_id, created_at, unread) VALUES (?, ?, ?, ?)", [user, messageId, at, unread])
@@ -198,7 +198,7 @@ extension RelayStore {
   /// window gets a new message. Returns how many were forgotten.
   @discardableResult
   public func forgetRequests(before messageID: Int64) throws -> Int {
-    try writing("forget old idempotency records in") { db in
+    try writing("forget old idempotency records in", singleWrite: true) { db in
       try db.execute(RelayQuery.forgetRequests, [messageID])
       return db.changes
     }
