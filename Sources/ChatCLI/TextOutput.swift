@@ -33,7 +33,27 @@ public struct TextOutput: Sendable {
   public static var standardError: TextOutput {
     TextOutput(isTerminal: Terminal.isTerminal(STDERR_FILENO)) { text in
       fflush(nil)
-      FileHandle.standardError.write(Data(text.utf8))
+      writeAll(text, to: STDERR_FILENO)
+    }
+  }
+
+  /// Writes `text` to a file descriptor whole, retrying interrupted and short writes; a
+  /// write that fails otherwise is dropped (Foundation's `FileHandle.write` traps on it:
+  /// an error message must never crash the program that reports it).
+  public static func writeAll(_ text: String, to descriptor: Int32) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    bytes.withUnsafeBytes { buffer in
+      while offset < buffer.count {
+        let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+        if written > 0 {
+          offset += written
+        } else if written < 0 && errno == EINTR {
+          continue
+        } else {
+          return
+        }
+      }
     }
   }
 

@@ -138,5 +138,5 @@ private final class Box<T>: @unchecked Sendable {
 
 /// Log lines on stderr, each with the time.
 @Sendable func logLine(_ line: String) {
-  FileHandle.standardError.write(Data("\(Timestamp.now()) \(line)\n".utf8))
+  TextOutput.writeAll("\(Timestamp.now()) \(line)\n", to: STDERR_FILENO)
 }

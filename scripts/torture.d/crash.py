@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
-"""Crash safety (issue 14): chatdb's long commands killed with SIGKILL at a random moment.
+"""Crash safety (issue 14): chatdb's long commands killed with SIGKILL at a random moment,
+or (--faults) run with I/O errors injected into their reads, writes and syncs.
 
-  crash.py --chatdb BIN --work DIR --kills N --seed S --messages M
+  crash.py --chatdb BIN --work DIR --kills N --seed S --messages M [--faults]
+
+With --faults each run is under Debian's libfiu (`fiu-run`), which makes a random share
+(0.01% to 5%) of the process's read, write and sync calls fail with an errno those calls
+can return (EIO, ENOSPC, EFBIG, EINTR…): the command must then exit with a code from
+the README's table and one `Error:` line naming the file, and the checks below hold
+as after a kill.
 
 Each kill starts one command on a fresh copy of a generated file (or, for import, a new
 file), sends SIGKILL at a time drawn between 0 and the command's measured run time, then
@@ -23,7 +30,9 @@ p.add_argument("--work", required=True)
 p.add_argument("--kills", type=int, required=True)
 p.add_argument("--seed", type=int, required=True)
 p.add_argument("--messages", type=int, required=True)
+p.add_argument("--faults", action="store_true")
 a = p.parse_args()
+DOCUMENTED = {0, 1, 2, 3, 4, 6, 10, 11, 12, 13, 14, 15, 16, 64, 65, 66, 74, 75, 77}
 rng = random.Random(a.seed)
 chatdb = a.chatdb
 shutil.rmtree(a.work, ignore_errors=True)
@@ -142,11 +151,13 @@ for name, (source, args) in COMMANDS.items():
     reference[name] = (digest(db, MESSAGES), digest(db, OUTBOX), version(db))
 
 counts = {name: 0 for name in COMMANDS}
+failed_runs = {name: 0 for name in COMMANDS}
+exits = {}
 problems = {name: 0 for name in COMMANDS}
 
 
 def check_after(name, db, outbox_before, killed_at):
-    where = f"{name}, killed at {killed_at * 1000:.0f} ms"
+    where = (f"{name} with {killed_at:.1%} of I/O calls failing" if a.faults else f"{name}, killed at {killed_at * 1000:.0f} ms")
     problems_here = []
     if os.path.exists(db):
         r = run(["check", "--full", "--db", db], check=False)
@@ -218,21 +229,54 @@ for i in range(a.kills):
     if source:
         copy_db(source, db)
     outbox_before = digest(db, OUTBOX) if source else None
-    killed_at = rng.uniform(0, duration[name])
-    proc = subprocess.Popen([chatdb] + args(db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        proc.wait(timeout=killed_at)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    counts[name] += 1
-    check_after(name, db, outbox_before, killed_at)
+    if a.faults:
+        share = rng.choice([0.0001, 0.0005, 0.002, 0.01, 0.05])
+        fiu = ["fiu-run", "-x", "-c", f"enable_random name=posix/io/rw/*,probability={share}",
+               "-c", f"enable_random name=posix/io/sync/*,probability={share}"]
+        try:
+            r = subprocess.run(fiu + [chatdb] + args(db), capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            failures.append(f"{name} with {share:.1%} of I/O calls failing: did not finish in 120 s")
+            print(f"   FAIL: {failures[-1]}", file=sys.stderr)
+            continue
+        counts[name] += 1
+        where = f"{name} with {share:.1%} of I/O calls failing"
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        if r.returncode not in DOCUMENTED:
+            failures.append(f"{where}: exit {r.returncode} is not in the README's table: {r.stderr.strip()[:300]}")
+        elif r.returncode != 0 and "--all" in name:
+            if d not in r.stdout + r.stderr:
+                failures.append(f"{where}: the --all report does not name the file: {(r.stdout + r.stderr).strip()[:300]!r}")
+        elif r.returncode != 0 and (len(lines) != 1 or not lines[0].startswith("Error: ") or d not in lines[0]):
+            failures.append(f"{where}: stderr is not one Error line naming the file: {r.stderr.strip()[:300]!r}")
+        if r.returncode != 0:
+            failed_runs[name] += 1
+            exits[r.returncode] = exits.get(r.returncode, 0) + 1
+        for text in failures[len(failures) - (1 if failures and failures[-1].startswith(where) else 0):]:
+            if text.startswith(where):
+                print(f"   FAIL: {text}", file=sys.stderr)
+        check_after(name, db, outbox_before, share)
+    else:
+        killed_at = rng.uniform(0, duration[name])
+        proc = subprocess.Popen([chatdb] + args(db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=killed_at)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        counts[name] += 1
+        check_after(name, db, outbox_before, killed_at)
     shutil.rmtree(d)
 
-print(f"   crash safety: {a.kills} kills in {time.monotonic() - started_all:.0f} s; "
-      + ", ".join(f"{n} {counts[n]}" for n in names))
+section = "I/O faults" if a.faults else "crash safety"
+runs = "runs under fiu-run" if a.faults else "kills"
+print(f"   {section}: {a.kills} {runs} in {time.monotonic() - started_all:.0f} s; "
+      + ", ".join(f"{n} {counts[n]}" + (f" ({failed_runs[n]} failed)" if a.faults else "") for n in names))
+if a.faults:
+    print(f"   {section}: exit codes of the failed runs: " + (", ".join(f"{c}: {n}" for c, n in sorted(exits.items())) or "none"))
 if failures:
-    print(f"   crash safety: {len(failures)} problem(s) after {sum(problems.values())} kill(s); files kept in {path('failed')}")
+    print(f"   {section}: {len(failures)} problem(s); files kept in {path('failed')}")
     sys.exit(1)
-print("   crash safety: every check passed (check --full clean, outbox intact, a recorded version, "
-      "no partial output that looks complete, the re-run finished the job with the uninterrupted run's rows)")
+print(f"   {section}: every check passed (" + ("a documented exit code and one Error line naming the file; " if a.faults else "")
+      + "check --full clean, outbox intact, a recorded version, no partial output that looks complete, "
+      "the re-run finished the job with the uninterrupted run's rows)")

@@ -180,10 +180,17 @@ extension CommandContext {
   /// disk full) but reached the runner without the file's name gets it here, so the
   /// one-line error always names the file.
   static func naming(_ error: any Error, _ path: String) -> any Error {
-    guard let sqlite = error as? SQLiteError, sqlite.isCorruptOrNotADatabase || sqlite.isBusy || sqlite.isDiskFull else {
-      return error
+    guard let sqlite = error as? SQLiteError else { return error }
+    if sqlite.isCorruptOrNotADatabase || sqlite.isBusy || sqlite.isDiskFull {
+      return StoreError.from(sqlite, path: path, doing: "work on")
     }
-    return StoreError.from(sqlite, path: path, doing: "work on")
+    // An I/O error: a failed read (nothing changed) or a failed write (rolled back).
+    if sqlite.code & 0xFF == SQLiteError.ResultCode.ioError {
+      let verb = sqlite.sql?.split(separator: " ").first?.uppercased() ?? ""
+      let reading = ["SELECT", "WITH", "PRAGMA", "EXPLAIN"].contains(verb)
+      return StoreError.from(sqlite, path: path, doing: reading ? "read" : "write", otherwise: reading ? .readFailed : .writeFailed)
+    }
+    return error
   }
 }
 
