@@ -94,29 +94,18 @@ public final class HistoryImporter {
     do {
       try writer.begin()
       while let outcome = try lines.nextLine({ line -> LineOutcome in
-        if line.isEmpty { return .skipped }
         do {
-          if trailer != nil { throw RecordError("data after the trailer") }
-          let kind: RecordParser.Kind
-          do {
-            kind = try parser.parse(line)
-          } catch let error as RecordError where lines.lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) {
-            throw HeaderError(reason: error.description)
-          }
-          switch kind {
-          case .header:
-            guard lines.lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
-            header = try checkedHeader()
-            return .skipped
-          case .trailer:
-            trailer = try parser.trailer()
-            return .skipped
-          case .user, .message, .request:
-            summary.records += 1
-            writer.currentLine = lines.lineNumber
-            try insert(kind, counting: &seen)
+          let parsed = try Self.parse(
+            line, at: lines.lineNumber, parser: parser, owner: owner, afterTrailer: trailer != nil, bytesRead: 0)
+          switch parsed {
+          case nil: return .skipped
+          case .header(let h): header = h
+          case .trailer(let t): trailer = t
+          case .record(let record, let at, _):
+            try write(record, at: at, counting: &seen)
             return .imported
           }
+          return .skipped
         } catch let error as RecordError where options.skipBadRecords {
           summary.rejected += 1
           rejectWriter.begin(type: "rejected")
@@ -184,24 +173,13 @@ public final class HistoryImporter {
           var afterTrailer = false
           do {
             while try lines.nextLine({ line -> Void in
-              if line.isEmpty { return }
-              if afterTrailer { throw RecordError("data after the trailer") }
-              let kind: RecordParser.Kind
-              do {
-                kind = try parser.parse(line)
-              } catch let error as RecordError where lines.lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) {
-                throw HeaderError(reason: error.description)
-              }
-              switch kind {
-              case .header:
-                guard lines.lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
-                try emit(.header(Self.checkedHeader(parser, owner: owner)))
-              case .trailer:
-                afterTrailer = true
-                try emit(.trailer(try parser.trailer()))
-              case .user, .message, .request:
-                try emit(.record(try parser.record(kind), line: lines.lineNumber, bytesRead: input.value.bytesRead))
-              }
+              guard
+                let parsed = try Self.parse(
+                  line, at: lines.lineNumber, parser: parser, owner: owner, afterTrailer: afterTrailer,
+                  bytesRead: input.value.bytesRead)
+              else { return }
+              if case .trailer = parsed { afterTrailer = true }
+              try emit(parsed)
             }) != nil {}
           } catch let error where !(error is PipelineCancelled) {
             throw ParseFailure(error: error, line: lines.lineNumber)
@@ -213,10 +191,7 @@ public final class HistoryImporter {
           case .trailer(let t): trailer = t
           case .record(let record, let at, let bytesRead):
             line = at
-            summary.records += 1
-            writer.currentLine = at
-            seen.count(record)
-            try writer.insert(record)
+            try write(record, at: at, counting: &seen)
             if try writer.recordWritten() {
               summary.bytesIn = bytesRead
               progress(summary)
@@ -235,6 +210,40 @@ public final class HistoryImporter {
     summary.hadHeader = header != nil
     summary.bytesIn = source.bytesRead
     return summary
+  }
+
+  /// One line of the input as a record, the header or the trailer (nil for an empty
+  /// line), with the checks that need no file: a header only on line 1 and this user's,
+  /// nothing after the trailer.
+  static func parse(
+    _ line: UnsafeBufferPointer<UInt8>, at lineNumber: Int, parser: RecordParser, owner: Int64, afterTrailer: Bool,
+    bytesRead: Int64
+  ) throws -> Parsed? {
+    if line.isEmpty { return nil }
+    if afterTrailer { throw RecordError("data after the trailer") }
+    let kind: RecordParser.Kind
+    do {
+      kind = try parser.parse(line)
+    } catch {
+      // A bad line 1 that starts as a header is a bad header (never skipped).
+      if lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) { throw HeaderError(reason: error.description) }
+      throw error
+    }
+    switch kind {
+    case .header:
+      guard lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
+      return .header(try checkedHeader(parser, owner: owner))
+    case .trailer: return .trailer(try parser.trailer())
+    case .user, .message, .request: return .record(try parser.record(kind), line: lineNumber, bytesRead: bytesRead)
+    }
+  }
+
+  /// Writes one record of line `at` into the current batch.
+  private func write(_ record: Record, at line: Int, counting seen: inout HistoryTrailer) throws {
+    summary.records += 1
+    writer.currentLine = line
+    seen.count(record)
+    try writer.insert(record)
   }
 
   /// A header without a trailer, or a trailer that counts other records, is refused.
@@ -269,10 +278,6 @@ public final class HistoryImporter {
   }
 
   /// The header on line 1, which must be this user's and a version this chatdb reads.
-  private func checkedHeader() throws -> HistoryHeader {
-    try Self.checkedHeader(parser, owner: owner)
-  }
-
   static func checkedHeader(_ parser: RecordParser, owner: Int64) throws -> HistoryHeader {
     let header: HistoryHeader
     do {
@@ -290,11 +295,6 @@ public final class HistoryImporter {
     return header
   }
 
-  private func insert(_ kind: RecordParser.Kind, counting seen: inout HistoryTrailer) throws {
-    let record = try parser.record(kind)
-    seen.count(record)
-    try writer.insert(record)
-  }
 }
 
 @available(*, unavailable)
