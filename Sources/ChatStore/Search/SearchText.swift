@@ -1,0 +1,114 @@
+import Foundation
+
+/// How text becomes what the search indexes hold (migration 0005), and how a person's
+/// query becomes an FTS5 query that can never be a syntax error.
+///
+/// The word index (`MessageSearch`) holds `Messages.content` as written, tokenized by
+/// unicode61 with diacritics removed. CJK text has no spaces, so unicode61 would keep
+/// `你好世界` as one token; the CJK index (`MessageSearchCJK`) holds the messages that
+/// contain CJK characters with a zero width space (U+200B, a separator for unicode61)
+/// on each side of each CJK character, and a CJK query is a phrase of single characters:
+/// `你好` matches inside `你好世界`.
+///
+/// ```swift
+/// SearchText.segmented("hi你好")        // "hi\u{200B}你\u{200B}\u{200B}好\u{200B}"
+/// SearchQuery("AND( \"x\"").ftsQuery   // "\"AND\" \"x\"" (each word an FTS5 string)
+/// ```
+/// See <https://sqlite.org/fts5.html#unicode61_tokenizer> and
+/// <https://sqlite.org/fts5.html#fts5_strings>.
+public enum SearchText {
+  /// The separator put around each CJK character.
+  public static let separator: Unicode.Scalar = "\u{200B}"
+
+  /// Whether `scalar` is one of the characters the CJK index splits one by one: kana,
+  /// CJK ideographs (with extension A, the compatibility block and the supplementary
+  /// planes) and Hangul syllables. Exactly the GLOB class in migration 0005.
+  @inline(__always)
+  public static func isCJK(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF, 0xAC00...0xD7AF, 0x20000...0x2FFFF: true
+    default: false
+    }
+  }
+
+  /// Whether `text` holds a CJK character (a row of the CJK index).
+  public static func containsCJK(_ text: String) -> Bool {
+    // Every CJK scalar is three or four bytes in UTF-8: a pure-ASCII text is skipped fast.
+    var text = text
+    return text.withUTF8 { bytes in
+      guard bytes.contains(where: { $0 >= 0xE3 }) else { return false }
+      return String(decoding: bytes, as: UTF8.self).unicodeScalars.contains(where: isCJK)
+    }
+  }
+
+  /// `text` with U+200B on each side of every CJK character: what the CJK index
+  /// tokenizes (the same text as the view `MessageSearchSegments` gives).
+  public static func segmented(_ text: String) -> String {
+    var out = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+      if isCJK(scalar) {
+        out.append(separator)
+        out.append(scalar)
+        out.append(separator)
+      } else {
+        out.append(scalar)
+      }
+    }
+    return String(out)
+  }
+
+  /// Whether unicode61 (default categories) makes a token of this character: letters,
+  /// numbers and private-use characters; everything else (spaces, punctuation,
+  /// symbols, emoji) separates tokens.
+  @inline(__always)
+  public static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+    if scalar.isASCII {
+      let v = scalar.value
+      return (v >= 0x30 && v <= 0x39) || (v >= 0x41 && v <= 0x5A) || (v >= 0x61 && v <= 0x7A)
+    }
+    switch scalar.properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+      .decimalNumber, .letterNumber, .otherNumber, .privateUse:
+      return true
+    default:
+      return false
+    }
+  }
+}
+
+/// A person's search text as FTS5 queries: each whitespace-separated word is matched as
+/// an FTS5 string (quoted, its `"` doubled), so operators and syntax characters in it
+/// (`AND`, `NEAR`, `*`, `(`, `"`) are text to find, never syntax; all words must match.
+///
+/// A word with no letter or digit (`*`, `"`, an emoji) has nothing the word index could
+/// find: it is left out, and a query made only of such words is searched as the literal
+/// text instead (`literal`), by a scan.
+public struct SearchQuery: Hashable, Sendable {
+  /// The words that have tokens, as typed.
+  public var words: [String]
+  /// The FTS5 query for the word index and the CJK index (words segmented), or nil
+  /// when no word has tokens.
+  public var ftsQuery: String?
+  /// Whether a word holds a CJK character: only the CJK index can match it.
+  public var hasCJK: Bool
+  /// The text to find by a scan when no word has tokens (trimmed), else nil.
+  public var literal: String?
+
+  public init(_ text: String) {
+    let split = text.split(whereSeparator: { $0.isWhitespace }).map(String.init)
+    words = split.filter { $0.unicodeScalars.contains(where: SearchText.isTokenCharacter) }
+    hasCJK = words.contains(where: SearchText.containsCJK)
+    if words.isEmpty {
+      ftsQuery = nil
+      let trimmed = split.joined(separator: " ")
+      literal = trimmed.isEmpty ? nil : trimmed
+    } else {
+      ftsQuery = words.map { "\"" + SearchText.segmented($0).replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        .joined(separator: " ")
+      literal = nil
+    }
+  }
+
+  /// Whether the query can match anything at all (it is not empty or blank).
+  public var isEmpty: Bool { ftsQuery == nil && literal == nil }
+}
