@@ -48,9 +48,8 @@ extension ChatRepository {
         let (createdAt, requestID): (String, Int64) =
           if case .request(let c, let r) = before { (c, r) } else { ("\u{10FFFF}", Int64.max) }
         let sql = SearchSQL.requests(literal: parsed.literal != nil, conversation: conversation != nil)
-        let arguments: [any DatabaseValueConvertible] = [
-          parsed.ftsQuery ?? parsed.literal!, createdAt, requestID, limit + 1, conversation ?? 0,
-        ]
+        let arguments: [any DatabaseValueConvertible] =
+          [parsed.ftsQuery ?? parsed.literal!, createdAt, requestID, limit + 1] + (conversation.map { [$0] } ?? [])
         hits += try db.cachedStatement(sql).map(arguments) { row in
           let request = Self.request(row)
           return SearchHit(
@@ -62,9 +61,8 @@ extension ChatRepository {
       }
       if hits.count <= limit {
         let sql = SearchSQL.messages(parsed, conversation: conversation != nil)
-        let arguments: [any DatabaseValueConvertible] = [
-          parsed.ftsQuery ?? parsed.literal!, messageBound, limit + 1 - hits.count, conversation ?? 0,
-        ]
+        let arguments: [any DatabaseValueConvertible] =
+          [parsed.ftsQuery ?? parsed.literal!, messageBound, limit + 1 - hits.count] + (conversation.map { [$0] } ?? [])
         hits += try db.cachedStatement(sql).map(arguments) { row in
           let message = Self.message(row)
           return SearchHit(
