@@ -17,7 +17,7 @@ public struct SearchIndexBuilder {
   public init(database: Database) { db = database }
 
   /// The rows that hold a CJK character, as the migration's views select them.
-  static let cjkRows = "content GLOB '*[぀-ヿ㐀-䶿一-鿿豈-﫿가-힯𠀀-𯿿]*'"
+  public static let cjkRows = "content GLOB '*[぀-ヿ㐀-䶿一-鿿豈-﫿가-힯𠀀-𯿿]*'"
 
   /// Indexes every message; `progress(done, total)` counts rows of both passes. The
   /// indexes must be empty (the migration just created them).
@@ -51,6 +51,18 @@ public struct SearchIndexBuilder {
     done += Int64(rows.count)
     try flush(&rows, into: insert)
     progress(done, total)
+  }
+
+  /// Empties the three search indexes and builds them again from the rows (what
+  /// `chatdb index apply` does when `index verify` found them differing from the text);
+  /// run it in a write transaction.
+  public func rebuild(progress: (Int64, Int64) -> Void = { _, _ in }) throws {
+    for table in ["MessageSearch", "MessageSearchCJK", "RequestSearch"] {
+      try db.execute("INSERT INTO \(table) (\(table)) VALUES ('delete-all')")
+    }
+    try db.execute("DELETE FROM SearchStash")
+    try db.execute("INSERT INTO RequestSearch (RequestSearch) VALUES ('rebuild')")
+    try build(progress: progress)
   }
 
   private func flush(_ rows: inout [(Int64, String)], into insert: Statement) throws {

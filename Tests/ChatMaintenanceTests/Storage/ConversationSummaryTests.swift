@@ -129,7 +129,7 @@ import Testing
     try generate(w)
     guard try Self.matches(w) else { return }
     for _ in 0..<100 {
-      try step(w)
+      do { try step(w) } catch { print("DEBUGSTEPS", w.chats.database.isInTransaction, w.other.isInTransaction, w.steps.suffix(3)); throw error }
       guard try Self.matches(w) else { return }
     }
     // The sequence did write: messages came and went, and the list was not empty.
