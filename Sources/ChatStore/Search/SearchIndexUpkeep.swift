@@ -15,14 +15,24 @@
 /// same text the triggers read from the view `MessageSearchSegments` (about a hundred
 /// times faster than the view's SQL). See <https://sqlite.org/fts5.html#external_content_tables>.
 public final class SearchIndexUpkeep {
-  private let insertWords: Statement
-  private let insertCJK: Statement
-  private let deleteWords: Statement
-  private let deleteCJK: Statement
-  private let indexRequest: Statement
+  private let insertWords: Statement!
+  private let insertCJK: Statement!
+  private let deleteWords: Statement!
+  private let deleteCJK: Statement!
+  private let indexRequest: Statement!
+  /// False when the file has no search index (someone dropped it): then there is
+  /// nothing to keep, and `chatdb check` reports the missing tables.
+  private let enabled: Bool
 
   /// Prepares the statements; `database` must be at schema version 5 or later.
   public init(database: Database) throws {
+    enabled =
+      try database.int64(
+        "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch', 'RequestSearchText')") == 4
+    guard enabled else {
+      (insertWords, insertCJK, deleteWords, deleteCJK, indexRequest) = (nil, nil, nil, nil, nil)
+      return
+    }
     insertWords = try database.prepare("INSERT INTO MessageSearch (rowid, content) VALUES (?1, ?2)")
     insertCJK = try database.prepare("INSERT INTO MessageSearchCJK (rowid, content) VALUES (?1, ?2)")
     deleteWords = try database.prepare("INSERT INTO MessageSearch (MessageSearch, rowid, content) VALUES ('delete', ?1, ?2)")
@@ -33,18 +43,21 @@ public final class SearchIndexUpkeep {
 
   /// A message row was inserted (a new row, not one a conflict kept).
   public func insertedMessage(id: Int64, content: String) throws {
+    guard enabled else { return }
     try run(insertWords, id, content)
     if SearchText.containsCJK(content) { try run(insertCJK, id, SearchText.segmented(content)) }
   }
 
   /// A message row was deleted; `content` is the text it had.
   public func deletedMessage(id: Int64, content: String) throws {
+    guard enabled else { return }
     try run(deleteWords, id, content)
     if SearchText.containsCJK(content) { try run(deleteCJK, id, SearchText.segmented(content)) }
   }
 
   /// A request row was inserted (the outbox is small: its text is segmented by the view).
   public func insertedRequest(id: Int64) throws {
+    guard enabled else { return }
     try indexRequest.bind(id, at: 1)
     _ = try indexRequest.step()
     indexRequest.reset()
@@ -59,6 +72,7 @@ public final class SearchIndexUpkeep {
   public static func compact(_ db: Database, pages: Int = 200) throws -> Int {
     var steps = 0
     for table in ["MessageSearch", "MessageSearchCJK"] {
+      guard try db.int64("SELECT count(*) FROM sqlite_schema WHERE name = ?", [table]) == 1 else { continue }
       while true {
         var work: Int64 = 0
         try db.inTransaction(.immediate) { db in
