@@ -155,7 +155,7 @@ public enum SearchSnippet {
   private static func firstTokenRun(_ word: String) -> String? {
     let scalars = word.unicodeScalars
     guard let start = scalars.firstIndex(where: SearchText.isTokenCharacter) else { return nil }
-    let end = scalars[start...].firstIndex(where: { !SearchText.isTokenCharacter($0) && $0.properties.generalCategory != .nonspacingMark }) ?? scalars.endIndex
+    let end = scalars[start...].firstIndex(where: { !SearchText.isTokenCharacter($0) }) ?? scalars.endIndex
     return String(scalars[start..<end])
   }
 

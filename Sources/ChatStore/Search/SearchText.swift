@@ -58,17 +58,20 @@ public enum SearchText {
   }
 
   /// Whether unicode61 (default categories) makes a token of this character: letters,
-  /// numbers and private-use characters; everything else (spaces, punctuation,
-  /// symbols, emoji) separates tokens.
+  /// numbers, private-use characters and combining marks (diacritics, removed); spaces,
+  /// punctuation and symbols separate tokens. Its tables are Unicode 6.1's: a character
+  /// added later (the skin-tone modifiers, most newer emoji such as 🫠 or 🥲) is a token
+  /// character, so `👍🏽` is the token `🏽` while `😀` (6.0) is a separator.
   @inline(__always)
   public static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
     if scalar.isASCII {
       let v = scalar.value
       return (v >= 0x30 && v <= 0x39) || (v >= 0x41 && v <= 0x5A) || (v >= 0x61 && v <= 0x7A)
     }
+    guard let age = scalar.properties.age, age.major < 6 || (age.major == 6 && age.minor <= 1) else { return true }
     switch scalar.properties.generalCategory {
     case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-      .decimalNumber, .letterNumber, .otherNumber, .privateUse:
+      .decimalNumber, .letterNumber, .otherNumber, .privateUse, .nonspacingMark:
       return true
     default:
       return false
