@@ -24,7 +24,7 @@ enum SearchBench: ParsableCommand {
     let db = chats.database
     // Words from the generator's vocabulary: one in few messages, one in many.
     let vocabulary = try db.query(
-      "SELECT term, doc FROM MessageSearchVocabulary WHERE term GLOB '[a-z]*' AND length(term) >= 3 ORDER BY doc",
+      "SELECT term, doc FROM MessageSearchVocabulary WHERE NOT term GLOB '*[^a-z]*' AND length(term) >= 3 ORDER BY doc, term",
       setup: "CREATE VIRTUAL TABLE IF NOT EXISTS temp.MessageSearchVocabulary USING fts5vocab(main, MessageSearch, 'row')")
     guard let rare = vocabulary.first(where: { $0.1 >= 20 }), let common = vocabulary.last else {
       throw StoreError(.badInput, "\(options.path): the search index is empty")

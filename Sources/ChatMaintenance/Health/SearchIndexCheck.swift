@@ -8,7 +8,8 @@ import ChatStore
 /// SQLite 3.40's `integrity-check` does not read an external-content table's rows, so
 /// the second step is what finds an index left behind by a writer that turned
 /// triggers off (or dropped one). The file is never written: the fresh indexes live in
-/// `temp`, and `integrity-check` writes nothing. See
+/// `temp`, and `integrity-check` writes nothing (on a connection SQLite opened read-only,
+/// because another process holds the WAL, it cannot run and is skipped). See
 /// <https://sqlite.org/fts5.html#the_integrity_check_command> and
 /// <https://sqlite.org/fts5.html#the_fts5vocab_virtual_table_module>.
 public enum SearchIndexCheck {
@@ -32,6 +33,9 @@ public enum SearchIndexCheck {
     for table in tables {
       do { try db.execute("INSERT INTO \(table) (\(table)) VALUES ('integrity-check')") } catch let error as SQLiteError {
         if error.isBusy { throw error }
+        // Opened with SQLITE_OPEN_READONLY (another process holds the WAL): the command
+        // cannot run, and the comparison with the rows below still does.
+        if error.code == SQLiteError.ResultCode.readOnly { continue }
         problems.append("\(table): integrity-check: \(error.message)")
       }
     }
