@@ -24,8 +24,11 @@ public enum SearchText {
   /// CJK ideographs (with extension A, the compatibility block and the supplementary
   /// planes) and Hangul syllables. Exactly the GLOB class in migration 0005.
   @inline(__always)
-  public static func isCJK(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
+  public static func isCJK(_ scalar: Unicode.Scalar) -> Bool { isCJK(value: scalar.value) }
+
+  @inline(__always)
+  static func isCJK(value: UInt32) -> Bool {
+    switch value {
     case 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF, 0xAC00...0xD7AF, 0x20000...0x2FFFF: true
     default: false
     }
@@ -33,28 +36,56 @@ public enum SearchText {
 
   /// Whether `text` holds a CJK character (a row of the CJK index).
   public static func containsCJK(_ text: String) -> Bool {
-    // Every CJK scalar is three or four bytes in UTF-8: a pure-ASCII text is skipped fast.
     var text = text
     return text.withUTF8 { bytes in
-      guard bytes.contains(where: { $0 >= 0xE3 }) else { return false }
-      return String(decoding: bytes, as: UTF8.self).unicodeScalars.contains(where: isCJK)
+      var i = 0
+      while i < bytes.count {
+        let (length, value) = decode(bytes, at: i)
+        if isCJK(value: value) { return true }
+        i += length
+      }
+      return false
     }
   }
 
   /// `text` with U+200B on each side of every CJK character: what the CJK index
-  /// tokenizes (the same text as the view `MessageSearchSegments` gives).
+  /// tokenizes (the same text as the view `MessageSearchSegments` gives). Works on the
+  /// UTF-8 bytes: bulk jobs segment every CJK message they write.
   public static func segmented(_ text: String) -> String {
-    var out = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars {
-      if isCJK(scalar) {
-        out.append(separator)
-        out.append(scalar)
-        out.append(separator)
-      } else {
-        out.append(scalar)
+    var text = text
+    return text.withUTF8 { bytes in
+      var out: [UInt8] = []
+      out.reserveCapacity(bytes.count + bytes.count / 2)
+      var i = 0
+      while i < bytes.count {
+        let (length, value) = decode(bytes, at: i)
+        let cjk = isCJK(value: value)
+        if cjk { out.append(contentsOf: separatorUTF8) }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[i..<(i + length)]))
+        if cjk { out.append(contentsOf: separatorUTF8) }
+        i += length
       }
+      return String(decoding: out, as: UTF8.self)
     }
-    return String(out)
+  }
+
+  /// U+200B in UTF-8.
+  static let separatorUTF8: [UInt8] = [0xE2, 0x80, 0x8B]
+
+  /// The length and scalar value of the UTF-8 sequence at `i` (a String's bytes are
+  /// valid UTF-8); only three- and four-byte sequences, where CJK lives, are decoded.
+  @inline(__always)
+  static func decode(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> (Int, UInt32) {
+    let lead = bytes[i]
+    if lead < 0xE0 { return (lead < 0x80 ? 1 : 2, 0) }
+    if lead < 0xF0 {
+      return (3, UInt32(lead & 0x0F) << 12 | UInt32(bytes[i + 1] & 0x3F) << 6 | UInt32(bytes[i + 2] & 0x3F))
+    }
+    return (
+      4,
+      UInt32(lead & 0x07) << 18 | UInt32(bytes[i + 1] & 0x3F) << 12 | UInt32(bytes[i + 2] & 0x3F) << 6
+        | UInt32(bytes[i + 3] & 0x3F)
+    )
   }
 
   /// Whether unicode61 (default categories) makes a token of this character: letters,
