@@ -447,7 +447,7 @@ public struct HotQuery: Sendable, Hashable {
       firstMessageAtOrAfter, conversationIDs, nthNewestMessage, newestMessageOfConversation, conversationRange,
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, messageCreatedAt,
-    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage)
+    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage) + search
 }
 
 // MARK: - Plans
