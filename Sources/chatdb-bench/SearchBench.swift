@@ -9,17 +9,12 @@ enum SearchBench: ParsableCommand {
   static let abstract = "Time searches (newest 50) through the search index against a LIKE scan."
 
   struct Options: ParsableOptions {
-    var path: String
-    var owner: Int64
-    var repeats: Int
-    init(_ o: inout OptionReader) {
-      path = o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
-      owner = o.option("--owner", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
-      repeats = o.option("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
-    }
+    var file: BenchFile
+    init(_ o: inout OptionReader) { file = BenchFile(&o) }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
+    let options = options.file
     let chats = try ChatRepository(database: Database(path: options.path), ownerID: options.owner)
     let db = chats.database
     // Words from the generator's vocabulary: one in few messages, one in many.

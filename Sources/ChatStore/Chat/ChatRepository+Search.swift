@@ -43,10 +43,8 @@ extension ChatRepository {
     return try database.read { db in
       var hits: [SearchHit] = []
       var messageBound = Int64.max
-      switch before {
-      case nil, .request:
-        let (createdAt, requestID): (String, Int64) =
-          if case .request(let c, let r) = before { (c, r) } else { ("\u{10FFFF}", Int64.max) }
+      switch before.backwardStart {
+      case .requests(let createdAt, let requestID):
         let sql = SearchSQL.requests(literal: parsed.literal != nil, conversation: conversation != nil)
         let arguments: [any DatabaseValueConvertible] =
           [parsed.ftsQuery ?? parsed.literal!, createdAt, requestID, limit + 1] + (conversation.map { [$0] } ?? [])
@@ -56,7 +54,7 @@ extension ChatRepository {
             item: .request(request), conversation: request.toUserID,
             snippet: SearchSnippet.make(request.content, parsed))
         }
-      case .message(let id):
+      case .messages(let id):
         messageBound = id
       }
       if hits.count <= limit {
