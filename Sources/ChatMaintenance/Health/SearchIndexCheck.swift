@@ -39,7 +39,13 @@ public enum SearchIndexCheck {
         problems.append("\(table): integrity-check: \(error.message)")
       }
     }
-    try buildReference(db)
+    do {
+      try buildReference(db)
+    } catch let error as SQLiteError where !error.isBusy && !error.isCorruptOrNotADatabase {
+      // A table or view the indexes are built from is missing: the schema checks say which.
+      dropReference(db)
+      return problems + ["cannot be compared with the rows: \(error.message)"]
+    }
     defer { dropReference(db) }
     let kind = exact ? "instance" : "row"
     for (live, reference) in zip(tables, ["chatdb_ref_words", "chatdb_ref_cjk", "chatdb_ref_requests"]) {
