@@ -39,12 +39,21 @@ public enum SearchIndexCheck {
         problems.append("\(table): integrity-check: \(error.message)")
       }
     }
+    // The rows and the indexes are read in one snapshot: a writer (chat-sync) may be
+    // changing both while this runs.
+    if db.isInTransaction { return try problems + compare(db, exact: exact) }
+    return try problems + db.read { try compare($0, exact: exact) }
+  }
+
+  /// The indexes' entries against fresh ones built from the rows; one line per index that differs.
+  static func compare(_ db: Database, exact: Bool) throws -> [String] {
+    var problems: [String] = []
     do {
       try buildReference(db)
     } catch let error as SQLiteError where !error.isBusy && !error.isCorruptOrNotADatabase {
       // A table or view the indexes are built from is missing: the schema checks say which.
       dropReference(db)
-      return problems + ["cannot be compared with the rows: \(error.message)"]
+      return ["cannot be compared with the rows: \(error.message)"]
     }
     defer { dropReference(db) }
     let kind = exact ? "instance" : "row"
