@@ -37,7 +37,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .partialFailure: "some files of an `--all` run failed (each is reported with its own code)"
     case .diskLow: "`usage --check`: the disk is low"
     case .diskCritical: "`usage --check`: the disk is critical"
-    case .findings: "`check` found problems, or `index verify` found a hot query that scans"
+    case .findings: "`check` found problems, or `index verify` found a hot query that scans or a search index that differs from its rows"
     case .unplannable: "`index verify`: a hot query could not be planned (a table or column it needs is missing)"
     case .unsent: "`chat-sync run --once`: synced, but some messages are still in the outbox (waiting for a retry, or failed for good: see `chat-sync status`)"
     case .newerSchema: "the file's schema is newer than this program knows"

@@ -14,7 +14,7 @@ let root = Command.group(
   subcommands: [
     Command(RunCommand.self), Command(SendCommand.self), Command(ConversationsCommand.self), Command(HistoryCommand.self),
     Command(ReadCommand.self), Command(RetryCommand.self), Command(DeleteCommand.self), Command(TypingCommand.self),
-    Command(StatusCommand.self),
+    Command(StatusCommand.self), Command(SearchCommand.self),
   ]
 )
 

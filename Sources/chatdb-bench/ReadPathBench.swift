@@ -2,6 +2,18 @@ import ChatCLI
 import ChatStore
 import Foundation
 
+/// `--db`, `--owner`, `--repeat`: the file a bench reads and how often it measures.
+struct BenchFile {
+  var path: String
+  var owner: Int64
+  var repeats: Int
+  init(_ o: inout OptionReader) {
+    path = o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
+    owner = o.option("--owner", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
+    repeats = o.option("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
+  }
+}
+
 /// `chatdb-bench reads`: the conversation screen and chat list on a big file, against
 /// the queries a naive schema would run.
 enum ReadPathBench: ParsableCommand {
@@ -9,20 +21,16 @@ enum ReadPathBench: ParsableCommand {
   static let abstract = "Time timeline pages (newest and deep), the conversation list and unread counts."
 
   struct Options: ParsableOptions {
-    var path: String
-    var owner: Int64
-    var repeats: Int
+    var file: BenchFile
     var depth: Int
     init(_ o: inout OptionReader) {
-      path = o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
-      owner = o.option("--owner", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
-      repeats = o.option("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
+      file = BenchFile(&o)
       depth = o.option("--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000).", parse: Parse.count) ?? 10_000
     }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let (path, owner, repeats, depth) = (options.path, options.owner, options.repeats, options.depth)
+    let (path, owner, repeats, depth) = (options.file.path, options.file.owner, options.file.repeats, options.depth)
     let chats = try ChatRepository(database: Database(path: path), ownerID: owner)
     let db = chats.database
 

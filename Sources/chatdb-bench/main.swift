@@ -7,7 +7,7 @@ import Foundation
 let root = Command.group(
   name: "chatdb-bench",
   abstract: "In-process timings of ChatStore operations, as JSON, for scripts/bench.",
-  subcommands: [Command(ReadPathBench.self)]
+  subcommands: [Command(ReadPathBench.self), Command(SearchBench.self)]
 )
 
 exit(CommandLineTool(root: root, version: "0.1.0").main(Array(CommandLine.arguments.dropFirst())))

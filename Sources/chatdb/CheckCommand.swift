@@ -26,7 +26,9 @@ enum CheckCommand: ParsableCommand {
     var full: Bool
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
-      full = o.flag("--full", help: "Use PRAGMA integrity_check (slower, also checks index contents) instead of quick_check.")
+      full = o.flag(
+        "--full",
+        help: "Use PRAGMA integrity_check (slower, also checks index contents) instead of quick_check, and compare the search index with the text of the rows (about a minute for 1,000,000 messages).")
     }
     func validate() throws { try store.validate() }
   }

@@ -32,8 +32,8 @@ enum MigrateCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: options.dryRun ? "Checking" : "Migrating") { target, _ in
-      let outcome = try migrateOne(path: target.path, owner: target.userID, options)
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: options.dryRun ? "Checking" : "Migrating") { target, progress in
+      let outcome = try migrateOne(path: target.path, owner: target.userID, options, progress: progress)
       let result =
         outcome.migrations.isEmpty
         ? "up to date" : options.dryRun ? "would apply \(outcome.migrations.count)" : outcome.created ? "created" : "migrated"
@@ -94,8 +94,11 @@ enum MigrateCommand: ParsableCommand {
     }
   }
 
-  static func migrateOne(path: String, owner: Int64?, _ options: Options) throws -> Outcome {
-    let migrator = Migrator()
+  static func migrateOne(path: String, owner: Int64?, _ options: Options, progress: FileProgress) throws -> Outcome {
+    var migrator = Migrator()
+    // Migration 0005 builds the search index of the rows already in the file: the
+    // progress line counts them (on a terminal, one file at a time).
+    migrator.indexProgress = { done, total in progress.update(completed: done, total: total) }
     if options.dryRun {
       let status = try migrator.status(ofFileAt: path)
       let plan = try migrator.plan(for: status, to: options.version)

@@ -187,6 +187,7 @@ enum UsageCommand: ParsableCommand {
       Unused in pages: \(ByteCount.format(r.unusedBytes)) (fragmentation, with free pages \(ByteCount.format(r.fragmentedBytes)))
       Reclaimable:    about \(ByteCount.format(r.reclaimableBytes)) by 'chatdb vacuum'
       Contents:       \(r.messages) messages in \(r.conversations.filter { $0.messages > 0 }.count) conversations, \(r.requests) outbox requests
+      Search index:   \(ByteCount.format(r.searchIndexBytes)) (MessageSearch, MessageSearchCJK, RequestSearch: FTS5 shadow tables)
 
 
       """
@@ -226,7 +227,7 @@ enum UsageCommand: ParsableCommand {
       "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
       "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount), "freePages": .int(r.freePages),
       "freeBytes": .int(r.freeBytes), "unusedBytes": .int(r.unusedBytes), "fragmentedBytes": .int(r.fragmentedBytes),
-      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
+      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests), "searchIndexBytes": .int(r.searchIndexBytes),
       "tables": .array(
         r.btrees.map {
           .object([

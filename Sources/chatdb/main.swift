@@ -10,7 +10,7 @@ let root = Command.group(
   subcommands: [
     Command(MigrateCommand.self, subcommands: [Command(MigrateStatusCommand.self)]), Command(GenerateCommand.self),
     Command(ImportCommand.self), Command(ExportCommand.self), Command(UsageCommand.self), Command(EvictCommand.self),
-    IndexCommand.command, Command(CheckCommand.self), Command(VacuumCommand.self),
+    IndexCommand.command, Command(CheckCommand.self), Command(VacuumCommand.self), Command(SearchCommand.self),
   ]
 )
 

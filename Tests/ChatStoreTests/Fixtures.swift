@@ -45,9 +45,12 @@ enum Fixture {
   /// Tables the migrations' triggers keep from the others (`ConversationSummaries`,
   /// from 0004), and their work table, empty between statements: the fixture fills
   /// their sources, and the triggers fill them.
-  static let derivedTables: Set<String> = ["ConversationSummaries", "ConversationSummaryRefresh"]
+  /// The search indexes (0005) and their FTS5 shadow tables are filled the same way.
+  static let derivedTables: Set<String> = Set(
+    ["ConversationSummaries", "ConversationSummaryRefresh", "SearchStash"]
+      + ["MessageSearch", "MessageSearchCJK", "RequestSearch"].flatMap { [$0] + ["_data", "_idx", "_config"].map($0.appending) })
   /// Tables that hold no rows between statements.
-  static let workTables: Set<String> = ["ConversationSummaryRefresh"]
+  static let workTables: Set<String> = ["ConversationSummaryRefresh", "SearchStash"]
 
   /// Rows for every user table any shipped version has, parents first (foreign keys).
   ///
@@ -201,7 +204,9 @@ enum Fixture {
   /// The content of every user table but the migration records.
   static func snapshot(_ db: Database) throws -> [String: TableContent] {
     var result: [String: TableContent] = [:]
-    for table in try userTables(db) where table != Migrator.recordsTable {
+    // FTS5 tables are read through their shadow tables (a contentless one cannot be scanned).
+    let virtual = Set(try db.query("SELECT name FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'") { $0.string(0) })
+    for table in try userTables(db) where table != Migrator.recordsTable && !virtual.contains(table) {
       let columns = try columns(of: table, db)
       result[table] = TableContent(columns: columns, rows: try content(of: table, columns: columns, db))
     }

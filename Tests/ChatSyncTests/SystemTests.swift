@@ -47,10 +47,10 @@ final class Client {
   /// A read-only look at the file (a second connection, as a UI would have).
   func count(_ sql: String) throws -> Int64 {
     guard FileManager.default.fileExists(atPath: db) else { return 0 }
-    let file = try Database(path: db, mode: .readOnly)
-    // `chat-sync run` creates the file, then migrates it: a look in between finds no tables yet.
-    guard try file.int64("SELECT count(*) FROM sqlite_schema WHERE name = 'Messages'") == 1 else { return 0 }
-    return try file.int64(sql) ?? 0
+    let database = try Database(path: db, mode: .readOnly)
+    // A starting chat-sync may still be migrating the file it just created.
+    guard try database.int64("PRAGMA user_version") == Int64(Migration.shipped.count) else { return 0 }
+    return try database.int64(sql) ?? 0
   }
 
   func messagesRequests() throws -> [Int64] {
@@ -246,6 +246,10 @@ func chatdbCheck(_ db: String) throws {
       #expect(try a.messages("1").map(\.status) == Array(repeating: "READ", count: 5))
       let history = try a.cli(["history", "--with", "2", "--json"])
       #expect(history.status == 0 && history.stdout.contains("while you were out 4"))
+      // The synced messages are searchable on both sides (ChatRepository.search).
+      let found = try b.cli(["search", "WHILE out", "--json"])
+      #expect(found.status == 0 && found.stdout.components(separatedBy: #""kind": "message""#).count - 1 == 5, "\(found.stdout)")
+      #expect(try a.cli(["search", "out", "--with", "2", "--limit", "2"]).stdout.contains("«out» 4"))
       let conversations = try b.cli(["conversations"])
       #expect(conversations.stdout.contains("Ada"))
       try chatdbCheck(a.db)

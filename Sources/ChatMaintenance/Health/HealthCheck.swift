@@ -76,6 +76,7 @@ public struct HealthReport: Sendable {
 /// | `orphan-messages` | error | `conversation_id` not in `Users` |
 /// | `orphan-requests` | error | `to_user_id` not in `Users` |
 /// | `conversation-summary` | error | `ConversationSummaries` rows (the chat list) that differ from the list computed from the messages and requests |
+/// | `search-index` | error | a search index (migration 0005) fails FTS5's integrity-check or (with `full`) differs from the text of its rows (`SearchIndexCheck`) |
 ///
 /// See <https://sqlite.org/pragma.html#pragma_integrity_check>.
 public struct HealthCheck: Sendable {
@@ -108,6 +109,8 @@ public struct HealthCheck: Sendable {
     }
     do {
       try db.read { db in try run(db, into: &report) }
+      // Outside the read transaction: FTS5's integrity-check is a (non-writing) write statement.
+      if case .checked = report.outcome { try checkSearchIndex(db, into: &report) }
     } catch {
       report.outcome = Self.outcome(for: error, path: path)
     }
@@ -260,6 +263,15 @@ public struct HealthCheck: Sendable {
         check: "conversation-summary", severity: .error, count: Int64(differing.count),
         detail: "conversations whose summary (the chat list) differs from their messages and requests: "
           + Self.list(differing.map(String.init))))
+  }
+
+  /// The search indexes (`SearchIndexCheck`): FTS5's integrity-check, and with `full`
+  /// their entries against the rows: `search-index`.
+  func checkSearchIndex(_ db: Database, into report: inout HealthReport) throws {
+    let problems = try SearchIndexCheck.problems(db, compareWithRows: full)
+    guard !problems.isEmpty else { return }
+    report.findings.append(
+      HealthFinding(check: "search-index", severity: .error, count: Int64(problems.count), detail: Self.list(problems)))
   }
 
   /// The first few items joined, with how many more there are.

@@ -88,8 +88,8 @@ public enum IndexTools {
   public static func list(_ db: Database) throws -> [IndexEntry] {
     let version = try SchemaReference.status(of: db).version
     let reference = try SchemaReference.database(version: version)
-    let expected = try indexes(in: reference)
-    let present = try indexes(in: db)
+    let expected = try indexes(in: reference) + searchIndexes(in: reference)
+    let present = try indexes(in: db) + searchIndexes(in: db)
     let sizes = try indexSizes(db)
     var entries: [IndexEntry] = present.map { index in
       var entry = index
@@ -116,11 +116,29 @@ public enum IndexTools {
     }
   }
 
-  /// Bytes per b-tree from `dbstat`; empty when this SQLite lacks it.
+  /// The search indexes (FTS5 tables, migration 0005), each as one entry over the table
+  /// it indexes; its size (`searchIndexSizes`) is that of its shadow tables.
+  static func searchIndexes(in db: Database) throws -> [IndexEntry] {
+    try db.query(
+      "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%' ORDER BY name"
+    ) { row in
+      let name = row.string(0)
+      return IndexEntry(
+        name: name, table: name.hasPrefix("Request") ? "MessageRequests" : "Messages", columns: ["content"], bytes: 0,
+        state: .expected, sql: row.string(1))
+    }
+  }
+
+  /// Bytes per b-tree from `dbstat`, with each FTS5 table's shadow tables (`X_data`,
+  /// `X_idx`, `X_config`, …) added up under `X`; empty when this SQLite lacks `dbstat`.
   static func indexSizes(_ db: Database) throws -> [String: Int64] {
     var sizes: [String: Int64] = [:]
     do {
       try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { sizes[$0.string(0)] = $0.int64(1) }
+      for search in try searchIndexes(in: db) {
+        sizes[search.name] = sizes.filter { $0.key.hasPrefix(search.name + "_") && !$0.key.dropFirst(search.name.count + 1).contains("_") }
+          .reduce(0) { $0 + $1.value }
+      }
     } catch let error as SQLiteError where !error.isCorruptOrNotADatabase && !error.isBusy {
       return [:]
     }
@@ -170,6 +188,10 @@ public enum IndexTools {
     }
     return statements
   }
+
+  /// What `index apply` lists for a stale search index (`SearchIndexCheck.rebuild`).
+  public static let rebuildSearchIndex =
+    "-- rebuild the search index (MessageSearch, MessageSearchCJK, RequestSearch) from the rows"
 
   /// Runs `statements` in one `IMMEDIATE` transaction: all of them, or none.
   /// `progress` is called after each with (done, total).

@@ -13,7 +13,8 @@ import ChatStore
 /// checkpoints less often and turns its connection's triggers off, keeping
 /// `ConversationSummaries` up to date per batch instead (`ConversationSummaryUpkeep`,
 /// in the batch's transaction: one upsert per conversation, not several statements per
-/// message); it puts every setting back when it is done or fails.
+/// message) and the search indexes as it inserts (`SearchIndexUpkeep`); it puts every
+/// setting back when it is done or fails.
 /// See <https://sqlite.org/lang_upsert.html>.
 public final class RecordWriter {
   /// How records are written.
@@ -51,6 +52,10 @@ public final class RecordWriter {
   private var settings: ConnectionSettings
   /// The chat list's summaries, kept per batch while triggers are off.
   private let summaries: ConversationSummaryUpkeep
+  /// The search indexes, kept row by row while triggers are off.
+  private let search: SearchIndexUpkeep
+  /// The ids a multi-row insert returned (the rows it inserted).
+  private var insertedIDs: [Int64] = []
   private let insertUser: Statement
   private let insertMessage: Statement
   private let insertMessages: Statement
@@ -93,6 +98,7 @@ public final class RecordWriter {
       """
       INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
+      RETURNING id
       """)
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
@@ -106,6 +112,7 @@ public final class RecordWriter {
     acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
     knownUsers = Set(try database.query("SELECT id FROM Users") { $0.int64(0) })
     summaries = try ConversationSummaryUpkeep(database: database)
+    search = try SearchIndexUpkeep(database: database)
   }
 
   // MARK: - Generated records
@@ -276,6 +283,7 @@ public final class RecordWriter {
       try step(insertRequest) {
         summary.requests += 1
         summaries.changed(conversation: r.toUserID)
+        try search.insertedRequest(id: r.requestID)
       }
     }
   }
@@ -298,7 +306,7 @@ public final class RecordWriter {
     insertMessage.reset()
     if db.changes > 0 {
       summary.messages += 1
-      noteInserted(m)
+      try noteInserted(m)
     } else if try !settleExisting(m, line: line) {
       summary.unchanged += 1
     }
@@ -332,34 +340,39 @@ public final class RecordWriter {
       return
     }
     for (index, item) in pendingMessages.enumerated() { try bind(item.message, to: insertMessages, at: Int32(index * 8)) }
-    try insertMessages.step()
-    insertMessages.reset()
-    let inserted = Int64(db.changes)
+    insertedIDs.removeAll(keepingCapacity: true)
+    try insertMessages.forEachRowOfBindings { insertedIDs.append($0.int64(0)) }
+    let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {
-      for (m, _) in pendingMessages { noteInserted(m) }
+      for (m, _) in pendingMessages { try noteInserted(m) }
       return
     }
-    // Some were already in the file: which rows are new is not known, so their
-    // conversations' summaries are recomputed. Settle each one (a row this statement
-    // inserted has the same status and is left alone).
+    // Some were already in the file: their conversations' summaries are recomputed,
+    // and the rows the statement returned are indexed. Settle each one (a row this
+    // statement inserted has the same status and is left alone).
     if inserted > 0 {
-      for (m, _) in pendingMessages { summaries.changed(conversation: m.conversationID(owner: owner)) }
+      let new = Set(insertedIDs)
+      for (m, _) in pendingMessages {
+        summaries.changed(conversation: m.conversationID(owner: owner))
+        if new.contains(m.id) { try search.insertedMessage(id: m.id, content: m.content) }
+      }
     }
     var advanced: Int64 = 0
     for (m, line) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
     summary.unchanged += Int64(pendingMessages.count) - inserted - advanced
   }
 
-  /// A message this writer inserted, for the conversation summaries.
-  private func noteInserted(_ m: Message) {
+  /// A message this writer inserted, for the conversation summaries and the search indexes.
+  private func noteInserted(_ m: Message) throws {
+    try search.insertedMessage(id: m.id, content: m.content)
     let conversation = m.conversationID(owner: owner)
     summaries.inserted(
       conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)
   }
 
   /// Runs an insert; a constraint failure is the record's fault and is reported as such.
-  private func step(_ statement: Statement, changed: () -> Void) throws {
+  private func step(_ statement: Statement, changed: () throws -> Void) throws {
     do {
       try statement.step()
       statement.reset()
@@ -374,7 +387,7 @@ public final class RecordWriter {
         throw RecordError("rejected by the database: \(error.message)")
       }
     }
-    if db.changes > 0 { changed() } else { summary.unchanged += 1 }
+    if db.changes > 0 { try changed() } else { summary.unchanged += 1 }
   }
 
   deinit {

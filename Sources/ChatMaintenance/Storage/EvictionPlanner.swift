@@ -87,7 +87,11 @@ public struct EvictionPlanner {
   public func footprint() throws -> Footprint {
     var btrees: [String: Int64] = [:]
     try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { btrees[$0.string(0)] = $0.int64(1) }
-    let names = Set(try db.query("SELECT name FROM sqlite_schema WHERE tbl_name = 'Messages' AND type IN ('table', 'index')") { $0.string(0) })
+    // The message search indexes' shadow tables (MessageSearch_data, …) shrink with the rows too.
+    let names = Set(
+      try db.query(
+        "SELECT name FROM sqlite_schema WHERE (tbl_name = 'Messages' OR name GLOB 'MessageSearch*_*') AND type IN ('table', 'index')"
+      ) { $0.string(0) })
     let messagePages = btrees.filter { names.contains($0.key) }.values.reduce(0, +)
     let (rows, content) =
       try db.prepare("SELECT count(*), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM Messages").first { ($0.int64(0), $0.int64(1)) }

@@ -114,6 +114,7 @@ public final class Evictor {
     // Each chunk keeps the conversation summaries itself, from what it deleted.
     try settings.disableTriggers()
     let summaries = try ConversationSummaryUpkeep(database: db)
+    let search = try SearchIndexUpkeep(database: db)
     // Consecutive chunks touch the same index pages (every conversation's oldest
     // entries): a larger cache keeps them from being read back from the WAL.
     try settings.set("cache_size", -65_536)
@@ -125,11 +126,13 @@ public final class Evictor {
     // counts only, so it skips the byte estimates (a dbstat pass and a scan of the
     // content, a fifth of the run) unless a size target needs them.
     let plan = try EvictionPlanner(database: db).plan(policy, estimateBytes: false)
-    let deleted = try delete(plan, summaries: summaries) { progress($0, plan.messages) }
+    let deleted = try delete(plan, summaries: summaries, search: search) { progress($0, plan.messages) }
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
     var note: String?
+    // The search indexes keep a deleted row's entries until their segments merge.
+    if deleted > 0 { try SearchIndexUpkeep.compact(db) }
     let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 
     try checkpoint()
@@ -155,7 +158,9 @@ public final class Evictor {
   // MARK: - Deleting in chunks
 
   /// Deletes what `plan` lists in short transactions; returns the rows deleted.
-  private func delete(_ plan: EvictionPlan, summaries: ConversationSummaryUpkeep, progress: (Int64) -> Void) throws -> Int64 {
+  private func delete(
+    _ plan: EvictionPlan, summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep, progress: (Int64) -> Void
+  ) throws -> Int64 {
     guard plan.messages > 0 else { return 0 }
     var deleted: Int64 = 0
     var rows = options.fixedChunkRows ?? options.initialChunkRows
@@ -165,7 +170,7 @@ public final class Evictor {
       for part in plan.conversations {
         while true {
           let (changed, millis) = try inChunk {
-            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries)
+            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
           }
           deleted += Int64(changed)
           progress(deleted)
@@ -189,8 +194,8 @@ public final class Evictor {
     while low < maxID {
       let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
       let (changed, millis) = try inChunk {
-        if let range { return try range.delete(low, high, summaries: summaries) }
-        return try Self.delete(chunk, [low, high], summaries: summaries)
+        if let range { return try range.delete(low, high, summaries: summaries, search: search) }
+        return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -201,16 +206,22 @@ public final class Evictor {
   }
 
   /// Runs one of the catalog's `DELETE … RETURNING conversation_id, id, unread` and
-  /// notes each deleted row for the conversation summaries, which it then updates (in
+  /// notes each deleted row for the conversation summaries and the search indexes, which
+  /// it then updates (in
   /// the chunk's transaction); returns the rows deleted.
-  static func delete(_ statement: Statement, _ arguments: [Int64], summaries: ConversationSummaryUpkeep) throws -> Int {
+  static func delete(
+    _ statement: Statement, _ arguments: [Int64], summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep
+  ) throws -> Int {
     var deleted = 0
+    var texts: [(id: Int64, content: String)] = []
     do {
       try statement.forEachRow(arguments) { row in
         deleted += 1
         summaries.deleted(conversation: row.int64(0), id: row.int64(1), unread: row.int64(2) != 0)
+        texts.append((row.int64(1), row.string(3)))
       }
       try summaries.apply()
+      for row in texts { try search.deletedMessage(id: row.id, content: row.content) }
     } catch {
       summaries.discard()
       throw error
@@ -221,7 +232,7 @@ public final class Evictor {
   /// Deletes every message of an id range (a plan with one bound for all: an age
   /// cutoff) without `RETURNING`: what the summaries need comes from two index walks
   /// first, the unread messages in the range and the conversations whose newest
-  /// message is in it.
+  /// message is in it, and the search indexes drop the range's entries set-wise.
   struct IDRangeDelete {
     let db: Database
     let unread: Statement
@@ -235,10 +246,11 @@ public final class Evictor {
       delete = try db.prepare(HotQuery.deleteIDRange.sql)
     }
 
-    func delete(_ low: Int64, _ high: Int64, summaries: ConversationSummaryUpkeep) throws -> Int {
+    func delete(_ low: Int64, _ high: Int64, summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep) throws -> Int {
       do {
         try unread.forEachRow([low, high]) { summaries.deletedUnread(conversation: $0.int64(0), count: $0.int64(1)) }
         try newest.forEachRow([low, high]) { summaries.changed(conversation: $0.int64(0)) }
+        try search.deletingMessages(after: low, upTo: high)
         try delete.execute([low, high])
         let deleted = db.changes
         try summaries.apply()

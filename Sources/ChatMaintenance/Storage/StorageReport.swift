@@ -94,6 +94,22 @@ public struct StorageReport: Sendable {
   public var pointerMapBytes: Int64 { pageCount * pageSize - freeBytes - btrees.reduce(0) { $0 + $1.bytes } }
   /// Conversations, largest first.
   public var conversations: [ConversationUsage]
+  /// Bytes of the search indexes' b-trees (migration 0005's FTS5 shadow tables), also
+  /// listed in `btrees` as indexes of `Messages` and `MessageRequests`.
+  public var searchIndexBytes: Int64 {
+    btrees.filter { $0.isIndex && Self.searchIndexOwner(of: $0.name) != nil }.reduce(0) { $0 + $1.bytes }
+  }
+
+  /// For a search index's shadow table (`MessageSearch_data`, `RequestSearch_idx`, …):
+  /// the table the index is over, as an index; nil for any other name.
+  static func searchIndexOwner(of name: String) -> (String, Bool)? {
+    guard let underscore = name.firstIndex(of: "_") else { return nil }
+    switch name[..<underscore] {
+    case "MessageSearch", "MessageSearchCJK": return ("Messages", true)
+    case "RequestSearch": return ("MessageRequests", true)
+    default: return nil
+    }
+  }
   public var messages: Int64
   public var requests: Int64
 
@@ -145,7 +161,7 @@ public struct StorageReport: Sendable {
     // Aggregate rows: one per b-tree, with its pages' bytes, unused bytes and cells summed.
     try db.prepare("SELECT name, pgsize, unused, ncell FROM dbstat WHERE aggregate = TRUE").forEachRow { row in
       let name = row.string(0)
-      let (table, isIndex) = tables[name] ?? (name, false)
+      let (table, isIndex) = tables[name].map { Self.searchIndexOwner(of: name) ?? $0 } ?? (name, false)
       btrees.append(
         BTree(
           name: name, table: table, isIndex: isIndex, bytes: row.int64(1), unusedBytes: row.int64(2), cells: row.int64(3),

@@ -385,14 +385,12 @@ public final class ChatRepository {
     // row tells whether there is more.
     var items: [TimelineItem] = []
     var messageBound = Int64.max
-    switch cursor {
-    case nil, .request:
-      let (createdAt, requestID): (String, Int64) =
-        if case .request(let c, let r) = cursor { (c, r) } else { ("\u{10FFFF}", Int64.max) }
+    switch cursor.backwardStart {
+    case .requests(let createdAt, let requestID):
       items += try db.query(HotQuery.requestsBefore.sql, [conversation, createdAt, requestID, limit + 1]) {
         TimelineItem.request(Self.request($0))
       }
-    case .message(let id):
+    case .messages(let id):
       messageBound = id
     }
     if items.count <= limit {

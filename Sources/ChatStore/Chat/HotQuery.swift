@@ -392,8 +392,9 @@ public struct HotQuery: Sendable, Hashable {
     sampleArguments: [], access: [.rowidRange])
 
   /// What eviction's deletes return of each row, for the conversation summaries
-  /// (`ConversationSummaryUpkeep.deleted`): its conversation, id and whether it was unread.
-  static let deletedRows = "RETURNING conversation_id, id, from_user_id = conversation_id AND status <> 'READ'"
+  /// (`ConversationSummaryUpkeep.deleted`): its conversation, id and whether it was
+  /// unread; and its text, for the search indexes (`SearchIndexUpkeep.deletedMessage`).
+  static let deletedRows = "RETURNING conversation_id, id, from_user_id = conversation_id AND status <> 'READ', content"
 
   /// Deletes up to `?3` of a conversation's oldest messages with ids up to `?2`.
   public static let deleteConversationChunk = HotQuery(
@@ -468,7 +469,7 @@ public struct HotQuery: Sendable, Hashable {
       firstMessageAtOrAfter, conversationIDs, nthNewestMessage, newestMessageOfConversation, conversationRange,
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, unreadInIDRange, summariesWithNewestInIDRange, messageCreatedAt,
-    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage)
+    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage) + search
 }
 
 // MARK: - Plans

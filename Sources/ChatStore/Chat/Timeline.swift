@@ -49,6 +49,25 @@ public enum TimelineCursor: Hashable, Sendable, CustomStringConvertible {
   }
 }
 
+extension Optional where Wrapped == TimelineCursor {
+  /// Where a newest-first walk from this cursor starts: below a request cursor's
+  /// (created_at, request_id) in the requests and every message (`.requests`), or below
+  /// a message id, requests done (`.messages`); from nil, everything.
+  var backwardStart: TimelineWalkStart {
+    switch self {
+    case nil: .requests(createdAt: "\u{10FFFF}", requestID: Int64.max)
+    case .request(let createdAt, let requestID)?: .requests(createdAt: createdAt, requestID: requestID)
+    case .message(let id)?: .messages(below: id)
+    }
+  }
+}
+
+/// See `Optional<TimelineCursor>.backwardStart`.
+enum TimelineWalkStart {
+  case requests(createdAt: String, requestID: Int64)
+  case messages(below: Int64)
+}
+
 /// A page of a timeline, oldest first, with the cursors to read on in each direction.
 public struct TimelinePage: Hashable, Sendable {
   /// The items, in display order (oldest first).

@@ -18,6 +18,8 @@ public struct Migrator: Sendable {
   public var migrations: [Migration]
   /// How free disk space is measured before a file is changed.
   public var diskSpace: DiskSpaceProbe
+  /// Called while migration 0005 builds a file's search index: rows done, rows in all.
+  public var indexProgress: (@Sendable (Int64, Int64) -> Void)?
 
   /// The table that records applied migrations.
   public static let recordsTable = "chatdb_migrations"
@@ -238,7 +240,8 @@ public struct Migrator: Sendable {
       path: path, fromVersion: status.version, toVersion: status.version, applied: [], backupPath: nil, created: false)
     guard !plan.isEmpty else { return report }
     if existed && status.version > 0 {
-      try checkFreeSpace(for: path, size: status.fileSize, backup: backup)
+      let buildsIndex = plan.contains { $0.version == SearchIndexBuilder.migrationVersion }
+      try checkFreeSpace(for: path, size: status.fileSize, backup: backup, searchIndex: buildsIndex)
     }
     if !existed { return try create(path, plan: plan, owner: owner, report: report) }
     do {
@@ -311,6 +314,10 @@ public struct Migrator: Sendable {
           }
           try db.execute("CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
           try db.execute(migration.sql)
+          if migration.version == SearchIndexBuilder.migrationVersion {
+            // The messages' search indexes, built in Swift (see the migration's header).
+            try SearchIndexBuilder(database: db).build { indexProgress?($0, $1) }
+          }
           let violationsAfter = try Self.foreignKeyViolations(db)
           if violationsAfter > violationsBefore {
             throw StoreError(
@@ -371,9 +378,13 @@ public struct Migrator: Sendable {
       "\(db.path): cannot tell whose messages these are; name the file chats-<userId>.db or pass --user", path: db.path)
   }
 
-  private func checkFreeSpace(for path: String, size: Int64, backup: Bool) throws {
-    let needed = size * (backup ? 2 : 1) + Self.freeSpaceMargin
-    try DiskSpace.require(needed, in: path, for: path, to: backup ? "a backup and the rewrite" : "the rewrite", probe: diskSpace)
+  /// Room for the backup, the rewrite and, when migration 0005 is in the plan, the
+  /// search index (measured at 0.7× the `Messages` table's pages: the file's size is
+  /// an upper bound).
+  private func checkFreeSpace(for path: String, size: Int64, backup: Bool, searchIndex: Bool) throws {
+    let needed = size * (backup ? 2 : 1) + (searchIndex ? size : 0) + Self.freeSpaceMargin
+    let what = (backup ? "a backup and the rewrite" : "the rewrite") + (searchIndex ? " and the search index" : "")
+    try DiskSpace.require(needed, in: path, for: path, to: what, probe: diskSpace)
   }
 
   static func timestamp(_ date: Date = Date()) -> String {

@@ -129,6 +129,14 @@ public final class Statement {
     try withArguments(arguments) { while try step() { try body(row) } }
   }
 
+  /// Runs the statement with the values bound so far, calling `body` for each row (an
+  /// `INSERT … RETURNING` bound by position); resets afterwards.
+  public func forEachRowOfBindings(_ body: (Row) throws -> Void) throws {
+    defer { sqlite3_reset(handle) }
+    let row = Row(statement: self)
+    while try step() { try body(row) }
+  }
+
   /// Binds `arguments` and runs `body`; a SQLite error from it carries the arguments
   /// (hidden from its description unless asked for).
   private func withArguments<T>(_ arguments: [any DatabaseValueConvertible], _ body: () throws -> T) throws -> T {
