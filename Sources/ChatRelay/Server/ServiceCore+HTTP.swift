@@ -18,27 +18,27 @@ extension ServiceCore {
   // its body and then, finding bytes it can never consume, calls HTTP_BODY_COMPLETION
   // in an endless loop inside one `lws_service` call (the relay spun and ignored
   // SIGTERM). So the relay never lets lws parse a buffered request: it notices the
-  // extra bytes while the current answer is still unwritten, stops lws reading, and
-  // answers the current request with `Connection: close`.
+  // extra bytes while the current answer is still unwritten, stops lws reading that
+  // connection (rx flow control), and answers with `Connection: close`, then closes.
   //
-  // lws reveals buffered bytes by calling back again before the answer: its end-of-turn
-  // pass over buffered connections hands them to a connection whose request is
-  // complete, which gives a second HTTP_BODY_COMPLETION (request with a body) or the
-  // request head again, the extra bytes swallowed (request without one). That pass runs
-  // within the `lws_service` call that read the request, so every answer is written
-  // from a later writable callback, never from the callback that read the request.
+  // Noticing: behind a request with a body, lws's end-of-turn pass over buffered
+  // connections calls HTTP_BODY_COMPLETION a second time (it runs within the
+  // `lws_service` call that read the request, before any writable callback). Behind a
+  // request without one lws keeps the bytes silently; `holdsBufferedInput` asks it
+  // right before the answer is written. Either way every answer is written from a
+  // writable callback, never from the callback that read the request: an answer
+  // written there would complete the transaction before lws showed the extra bytes.
 
   func beginRequest(_ wsi: OpaquePointer) -> Int32 {
     let connection = connection(wsi)
-    // A head while a request is pending: lws re-reported it after swallowing bytes the
-    // client pipelined behind it.
+    // Never seen with lws 4.1.6 (see above); a new head before the answer could only
+    // come from bytes pipelined behind the pending request.
     if connection.exchange != nil { return markPipelined(wsi, connection) }
     guard let request = RequestHead.read(wsi) else { return -1 }
     connection.requests += 1
     var exchange = Exchange(request: request, started: .now)
     exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
-    let length = RequestHead.contentLength(wsi)
-    let declared = length ?? 0
+    let declared = RequestHead.contentLength(wsi) ?? 0
     if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.closeAfter = declared > Self.drainLimit
@@ -124,7 +124,9 @@ extension ServiceCore {
   /// answers for this connection; when another connection holds input too it cannot
   /// tell, and the answer is yes (the connection then closes after its answer: safe).
   /// A request without a body gives no other sign of bytes sent behind it: lws keeps
-  /// them while the request is being answered and would parse them next.
+  /// them while the request is being answered (state "doing transaction") and would
+  /// parse them once the transaction completes. The relay has no TLS and no WebSocket
+  /// extensions, the other reasons that query would answer 0.
   static func holdsBufferedInput(_ wsi: OpaquePointer) -> Bool {
     guard let context = lws_get_context(wsi) else { return true }
     let tsi = lws_get_tsi(wsi)
@@ -181,7 +183,7 @@ extension ServiceCore {
   /// a response with `dropConnection` closes the connection instead.
   private func start(_ response: HTTPResponse, _ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange else { return -1 }
-    if Self.holdsBufferedInput(wsi) {
+    if !exchange.closeAfter && Self.holdsBufferedInput(wsi) {
       // Pipelined behind a request without a body: lws gave no sign (see above).
       connection.pipelined = true
       lws_rx_flow_control(wsi, 0)
