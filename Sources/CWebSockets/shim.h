@@ -10,6 +10,9 @@ static const int chat_lws_pre = LWS_PRE;
 static const unsigned long long chat_lws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const unsigned long long chat_lws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
 
+/* lws_set_timeout's "close this connection at the next service" value. */
+static const int chat_lws_to_kill_async = LWS_TO_KILL_ASYNC;
+
 /* "No Content-Length header" marker for lws_add_http_common_headers. */
 static const lws_filepos_t chat_lws_illegal_http_content_len = LWS_ILLEGAL_HTTP_CONTENT_LEN;
 

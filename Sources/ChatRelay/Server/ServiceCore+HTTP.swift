@@ -9,8 +9,31 @@ extension ServiceCore {
   /// Bytes handed to one `lws_write` of a response body.
   private static let writeChunk = 16 * 1024
 
+  // Keep-alive and pipelining with lws 4.1.6
+  //
+  // A connection carries one request at a time. Bytes the client sends behind a request
+  // before its answer (HTTP/1.1 pipelining) end up in lws's per-connection buffer, and
+  // lws 4.1.6 cannot serve a request out of that buffer: for one with a body,
+  // `lws_http_action` re-reads the buffer from the start of the request's own head as
+  // its body and then, finding bytes it can never consume, calls HTTP_BODY_COMPLETION
+  // in an endless loop inside one `lws_service` call (the relay spun and ignored
+  // SIGTERM). So the relay never lets lws parse a buffered request: it notices the
+  // extra bytes while the current answer is still unwritten, stops lws reading that
+  // connection (rx flow control), and answers with `Connection: close`, then closes.
+  //
+  // Noticing: behind a request with a body, lws's end-of-turn pass over buffered
+  // connections calls HTTP_BODY_COMPLETION a second time (it runs within the
+  // `lws_service` call that read the request, before any writable callback). Behind a
+  // request without one lws keeps the bytes silently; `holdsBufferedInput` asks it
+  // right before the answer is written. Either way every answer is written from a
+  // writable callback, never from the callback that read the request: an answer
+  // written there would complete the transaction before lws showed the extra bytes.
+
   func beginRequest(_ wsi: OpaquePointer) -> Int32 {
     let connection = connection(wsi)
+    // Never seen with lws 4.1.6 (see above); a new head before the answer could only
+    // come from bytes pipelined behind the pending request.
+    if connection.exchange != nil { return markPipelined(wsi, connection) }
     guard let request = RequestHead.read(wsi) else { return -1 }
     connection.requests += 1
     var exchange = Exchange(request: request, started: .now)
@@ -21,13 +44,21 @@ extension ServiceCore {
       exchange.closeAfter = declared > Self.drainLimit
     }
     connection.exchange = exchange
-    if declared > 0 && !exchange.closeAfter { return 0 }  // the body follows
+    if exchange.closeAfter {
+      // Refused without reading the body: nothing more is read from this client.
+      lws_rx_flow_control(wsi, 0)
+      return answer(wsi, connection)
+    }
+    // lws reports a body's completion (or an empty one) when the request declares a
+    // length, and a POST with `Content-Length: 0` (or one it reads as 0) too.
+    let header = RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil
+    if declared > 0 || (header && declared == 0 && request.method == "POST") { return 0 }  // the body follows
     return answer(wsi, connection)
   }
 
   func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
-      exchange.response == nil, !exchange.awaitingAnswer, exchange.held == nil, !exchange.tooLarge
+      !exchange.handedOver, !exchange.tooLarge
     else { return }
     if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
       exchange.tooLarge = true
@@ -39,14 +70,16 @@ extension ServiceCore {
   }
 
   func finishBody(_ wsi: OpaquePointer) -> Int32 {
-    guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange,
-      exchange.response == nil, !exchange.awaitingAnswer, exchange.held == nil
-    else { return 0 }
+    guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange else { return 0 }
+    if exchange.handedOver {
+      // The body was complete already: lws holds bytes sent behind it.
+      return exchange.closeAfter ? 0 : markPipelined(wsi, connection)
+    }
     return answer(wsi, connection)
   }
 
-  /// Calls the handler (or refuses an oversized body) and starts the answer, unless the
-  /// handler gives it later (``answer(_:with:)``).
+  /// Calls the handler (or refuses an oversized body); the answer is written from the
+  /// writable callback, now or when the handler gives it (``answer(_:with:)``).
   private func answer(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange else { return -1 }
     let response =
@@ -56,13 +89,16 @@ extension ServiceCore {
         message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
       : handlers.http(exchange.request)
     exchange.request.body = []
+    exchange.handedOver = true
     exchange.awaitingAnswer = response == nil
+    exchange.held = response
     connection.exchange = exchange
-    guard let response else { return 0 }
-    return start(response, wsi, connection)
+    if response != nil { lws_callback_on_writable(wsi) }
+    return 0
   }
 
-  /// A later answer to `id`: kept on its exchange and written from the writable callback.
+  /// A later answer to `id`: kept on its exchange and written from the writable callback,
+  /// or at once on a pipelined connection (its writable callback may never come).
   func answer(_ id: HTTPExchangeID, with response: HTTPResponse) {
     guard let connection = connections[id.connection], let wsi = connection.wsi, var exchange = connection.exchange,
       exchange.awaitingAnswer, exchange.request.exchange == id
@@ -70,13 +106,91 @@ extension ServiceCore {
     exchange.awaitingAnswer = false
     exchange.held = response
     connection.exchange = exchange
+    if connection.pipelined {
+      // Outside any callback: lws closes the connection at its next service, after
+      // flushing what the write left over.
+      _ = answerAndClose(wsi, connection)
+      lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, chat_lws_to_kill_async)
+      return
+    }
     lws_callback_on_writable(wsi)
+  }
+
+  /// Whether lws holds input it read from this connection and has not handed over yet.
+  ///
+  /// lws 4.1 has no per-connection accessor for it; `lws_service_adjust_timeout` tells
+  /// whether any connection that is not flow-controlled holds such input (lws then polls
+  /// without waiting). Asked with this connection's input held back and then allowed, it
+  /// answers for this connection; when another connection holds input too it cannot
+  /// tell, and the answer is yes (the connection then closes after its answer: safe).
+  /// A request without a body gives no other sign of bytes sent behind it: lws keeps
+  /// them while the request is being answered (state "doing transaction") and would
+  /// parse them once the transaction completes. The relay has no TLS and no WebSocket
+  /// extensions, the other reasons that query would answer 0.
+  static func holdsBufferedInput(_ wsi: OpaquePointer) -> Bool {
+    guard let context = lws_get_context(wsi) else { return true }
+    let tsi = lws_get_tsi(wsi)
+    lws_rx_flow_control(wsi, 0)
+    let others = lws_service_adjust_timeout(context, 1, tsi) == 0
+    lws_rx_flow_control(wsi, 1)
+    return others || lws_service_adjust_timeout(context, 1, tsi) == 0
+  }
+
+  /// The client pipelined a request behind the pending one. lws must not read on (it
+  /// would spin on the buffered bytes, or serve them wrongly), so reading stops; the
+  /// pending answer, once there, goes out with `Connection: close` and the connection
+  /// ends. Returns the callback's result: -1 (close) when the answer was written now.
+  private func markPipelined(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    if !connection.pipelined {
+      connection.pipelined = true
+      lws_rx_flow_control(wsi, 0)
+    }
+    guard let exchange = connection.exchange else { return 0 }
+    if exchange.held != nil { return answerAndClose(wsi, connection) }
+    guard let body = exchange.response else { return 0 }  // written by answer(_:with:)
+    // A long answer is being written in pieces: the rest goes now, in one write (lws
+    // keeps what the socket does not take and flushes it before closing).
+    connection.exchange = nil
+    let rest = Array(body[exchange.written...])
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre) + rest
+    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, rest.count, LWS_WRITE_HTTP_FINAL) }
+    handlers.log(
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)")
+    return -1
+  }
+
+  /// Writes the held answer whole with `Connection: close` (or nothing, for a dropped
+  /// one) and logs it; returns -1 for the caller to close the connection.
+  private func answerAndClose(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    guard var exchange = connection.exchange, var response = exchange.held else { return -1 }
+    connection.exchange = nil
+    if response.dropConnection {
+      handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped without an answer (fault)")
+      return -1
+    }
+    exchange.status = response.status
+    response.headers.removeAll { $0.0.lowercased() == "connection" }
+    response.headers.append(("Connection", "close"))
+    let body = exchange.request.method == "HEAD" ? [] : response.body
+    _ = writeHead(wsi, response, body: body)
+    handlers.log(
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)")
+    return -1
   }
 
   /// Writes the head, with the body when it fits one write, else schedules the body;
   /// a response with `dropConnection` closes the connection instead.
   private func start(_ response: HTTPResponse, _ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange else { return -1 }
+    if !exchange.closeAfter && Self.holdsBufferedInput(wsi) {
+      // Pipelined behind a request without a body: lws gave no sign (see above).
+      connection.pipelined = true
+      lws_rx_flow_control(wsi, 0)
+      exchange.held = response
+      connection.exchange = exchange
+      return answerAndClose(wsi, connection)
+    }
     if response.dropConnection {
       handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped without an answer (fault)")
       return -1
@@ -97,6 +211,7 @@ extension ServiceCore {
   func writeResponseBody(_ wsi: OpaquePointer) -> Int32 {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange else { return 0 }
     if let held = exchange.held {
+      if connection.pipelined { return answerAndClose(wsi, connection) }
       exchange.held = nil
       connection.exchange = exchange
       return start(held, wsi, connection)
@@ -124,7 +239,7 @@ extension ServiceCore {
     connection.exchange = nil
     handlers.log(
       "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms")
-    if exchange.closeAfter { return -1 }
+    if exchange.closeAfter || connection.pipelined { return -1 }
     return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
   }
 

@@ -213,6 +213,10 @@ final class Connection {
   var wsi: OpaquePointer?
   var requests = 0
   var exchange: Exchange?
+  /// The client sent more bytes behind the pending request (HTTP/1.1 pipelining):
+  /// lws holds them and is no longer allowed to read; the pending answer goes out with
+  /// `Connection: close` and the connection ends (see `markPipelined`).
+  var pipelined = false
   var socket: SocketState?
 
   init(id: UInt64, wsi: OpaquePointer) {
@@ -227,9 +231,14 @@ struct Exchange {
   let started: ContinuousClock.Instant
   /// The body is over the limit: its bytes are read and dropped, the answer is 413.
   var tooLarge = false
-  /// The handler answers later (``ServiceCore/answer(_:with:)``); nothing more is read.
+  /// The request went to the handler (its body, if any, complete): a further body
+  /// completion or request head lws reports on this connection before the answer is
+  /// written means the client pipelined another request behind this one.
+  var handedOver = false
+  /// The handler answers later (``ServiceCore/answer(_:with:)``).
   var awaitingAnswer = false
-  /// An answer given later, waiting for the writable callback.
+  /// The answer, waiting for the writable callback: every answer goes out from there,
+  /// never from the callback that read the request (see `answer(_:_:)`).
   var held: HTTPResponse?
   /// Set once the head is written: the body still to write and the status to log.
   var response: [UInt8]?
