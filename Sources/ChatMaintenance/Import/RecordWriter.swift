@@ -168,10 +168,6 @@ public final class RecordWriter {
     // Checkpoint every 64 MiB of WAL instead of every 4 MiB: each checkpoint syncs the
     // file, and a bulk load would otherwise spend its time waiting for the disk.
     try settings.set("wal_autocheckpoint", 16_384)
-    // Rows arrive in id order but land in every conversation's part of the conversation
-    // index: a 64 MiB cache keeps those leaf pages in memory between batches instead of
-    // reading them back from the WAL.
-    try settings.set("cache_size", -65_536)
     // Foreign keys cost two lookups per message; the writer checks the same rule
     // itself against the users it knows (see `requireUser`).
     try settings.set("foreign_keys", 0)
