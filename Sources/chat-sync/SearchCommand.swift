@@ -18,7 +18,10 @@ enum SearchCommand: ParsableCommand {
       file = ClientFile(&o)
       search = SearchOutput.Options(&o)
     }
-    func validate() throws { try file.validate() }
+    func validate() throws {
+      try file.validate()
+      try search.validate()
+    }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {

@@ -23,7 +23,10 @@ enum SearchCommand: ParsableCommand {
       store = StoreSelection(&o, all: false)
       search = SearchOutput.Options(&o)
     }
-    func validate() throws { try store.validate() }
+    func validate() throws {
+      try store.validate()
+      try search.validate()
+    }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {

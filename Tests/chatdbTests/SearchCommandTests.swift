@@ -63,6 +63,11 @@ import Testing
     #expect(run.status == 64)
     run = try chatdb("search", "--db", path, "x", "--limit", "0")
     #expect(run.status == 64)
+    for blank in ["", "   "] {
+      run = try chatdb("search", "--db", path, blank)
+      #expect(run.status == 64)
+      #expect(run.stderr.hasPrefix("Error: '<text>' is empty"), "\(run.stderr)")
+    }
     run = try chatdb("search", "--help")
     #expect(run.status == 0)
     #expect(run.stdout.contains("OVERVIEW:") && run.stdout.contains("--with <id>"))

@@ -20,6 +20,11 @@ public enum SearchOutput {
       text = o.argument("text", help: "What to find: every word must match (case and accents ignored; CJK anywhere in a run).") ?? ""
     }
 
+    /// TEXT is required and must hold more than spaces.
+    public func validate() throws {
+      if text.allSatisfy(\.isWhitespace) { throw ValidationError("'<text>' is empty: give the words to search for") }
+    }
+
     /// Runs the search on `repository`.
     public func search(_ repository: ChatRepository) throws -> SearchPage {
       try repository.search(text, conversation: with, before: before, limit: limit)
