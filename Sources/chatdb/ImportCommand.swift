@@ -73,7 +73,7 @@ enum ImportCommand: ParsableCommand {
       }
       try requireSpace(estimatedDecodedBytes(input) * 3 / 2, toWrite: path)
       let temporary = temporaryPath(for: path)
-      removeDatabase(temporary)
+      FileSystem.removeDatabase(atPath: temporary)
       let summary: ImportSummary
       do {
         var created = false
@@ -81,7 +81,7 @@ enum ImportCommand: ParsableCommand {
           from: try ByteSource.open(path: input), into: temporary, owner: header.userID, options, progress, expected: nil, created: &created)
         try publish(temporary, as: path)
       } catch {
-        removeDatabase(temporary)
+        FileSystem.removeDatabase(atPath: temporary)
         throw error
       }
       return result(summary, owner: header.userID, created: true, started: started, options, path)
@@ -108,7 +108,7 @@ enum ImportCommand: ParsableCommand {
       (summary, resolvedOwner) = try importHistory(from: source, into: path, owner: owner, options, progress, expected: expected, created: &created)
     } catch {
       // A file this import created holds nothing of value when nothing was committed.
-      if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { removeDatabase(path) }
+      if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { FileSystem.removeDatabase(atPath: path) }
       throw error
     }
     return result(summary, owner: resolvedOwner, created: created, started: started, options, path)
@@ -142,7 +142,7 @@ enum ImportCommand: ParsableCommand {
       let reason = errno == EEXIST ? "\(path) appeared while importing" : String(cString: strerror(errno))
       throw StoreError(.io, "\(path): cannot move the import into place: \(reason)", path: path)
     }
-    removeDatabase(temporary)
+    FileSystem.removeDatabase(atPath: temporary)
   }
 
   static func result(

@@ -37,7 +37,7 @@ func recordedOwner(_ db: Database) throws -> Int64? {
 /// already be at the latest version. Returns the connection and the file's owner.
 func openForWriting(path: String, owner: Int64?) throws -> (db: Database, owner: Int64, created: Bool) {
   var created = false
-  if isUnfinishedNewFile(path) { removeDatabase(path) }
+  if isUnfinishedNewFile(path) { FileSystem.removeDatabase(atPath: path) }
   if !FileSystem.exists(path) {
     guard owner != nil else {
       throw StoreError(
@@ -59,7 +59,7 @@ func openForWriting(path: String, owner: Int64?) throws -> (db: Database, owner:
     }
     return (db, resolved, created)
   } catch {
-    if created { removeDatabase(path) }
+    if created { FileSystem.removeDatabase(atPath: path) }
     throw StoreError.from(error, path: path, doing: "open")
   }
 }
@@ -71,11 +71,6 @@ func isUnfinishedNewFile(_ path: String) -> Bool {
   if FileSystem.size(atPath: path) == 0 { return true }
   guard let db = try? Database(path: path, mode: .readOnly) else { return false }
   return (try? db.int64("SELECT count(*) FROM sqlite_schema")) == 0
-}
-
-/// Removes a database this command created, with its companion files.
-func removeDatabase(_ path: String) {
-  for suffix in ["", "-wal", "-shm", "-journal"] { _ = unlink(path + suffix) }
 }
 
 /// Refuses when the file system that will hold `path` has less than `bytes` (plus a

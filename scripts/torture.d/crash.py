@@ -91,21 +91,14 @@ run(["generate", "--db", base, "--contacts", "60", "--messages", str(a.messages)
      "--failed", "10"])
 export = path("base", "history.ndjson.zst")
 run(["export", "--db", base, "-o", export])
-# A version-1 file with the same rows, for migrate (what an old install holds).
-os.makedirs(path("base", "v1"))
+# A version-1 file with the same rows, for migrate (what an old install holds), made as
+# the fleet bench makes its version-1 files.
+os.makedirs(path("base", "template"))
+template = path("base", "template", "chats-1.db")
+run(["migrate", "--db", template, "--to", "1"])
+subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench.d", "fleet_v1.py"),
+                template, path("base"), path("base", "v1")], check=True)
 v1 = path("base", "v1", "chats-1.db")
-run(["migrate", "--db", v1, "--to", "1"])
-con = sqlite3.connect(v1, isolation_level=None)
-con.execute("ATTACH DATABASE ? AS src", (base,))
-con.executescript("""
-    BEGIN;
-    INSERT INTO Users SELECT id, name, avatar_url, last_connected_at FROM src.Users;
-    INSERT INTO Messages SELECT id, from_user_id, to_user_id, content, status, created_at FROM src.Messages;
-    INSERT INTO MessageRequests
-      SELECT request_id, to_user_id, content, status, last_modified_at, last_sent_at, fail_count FROM src.MessageRequests;
-    COMMIT;""")
-con.execute("DETACH DATABASE src")
-con.close()
 # A file missing two of its indexes, for index apply.
 os.makedirs(path("base", "noindex"))
 noindex = path("base", "noindex", "chats-1.db")

@@ -55,6 +55,12 @@ public enum FileSystem {
     return stat(path, &info) == 0 ? Int(info.st_mode & 0o777) : nil
   }
 
+  /// Removes a database file and its companions (`-wal`, `-shm`, `-journal`), as far
+  /// as they exist: a file a command made itself and gives up on.
+  public static func removeDatabase(atPath path: String) {
+    for suffix in ["", "-wal", "-shm", "-journal"] { _ = unlink(path + suffix) }
+  }
+
   /// Whether something exists at `path`.
   public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 

@@ -270,8 +270,8 @@ public struct Migrator: Sendable {
     var report = report
     let (folder, name) = FileSystem.splitPath(path)
     let temporary = FileSystem.joinPath(folder, ".\(name).creating")
-    for suffix in ["", "-wal", "-shm"] { _ = unlink(temporary + suffix) }
-    defer { for suffix in ["", "-wal", "-shm"] { _ = unlink(temporary + suffix) } }
+    FileSystem.removeDatabase(atPath: temporary)
+    defer { FileSystem.removeDatabase(atPath: temporary) }
     do {
       do {
         let db = try Database(path: temporary, mode: .create)

@@ -295,7 +295,7 @@ public final class Database {
       try copy(into: temporary)
       try FileSystem.rename(temporary, to: destination)
     } catch {
-      for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+      FileSystem.removeDatabase(atPath: temporary)
       throw error
     }
   }
