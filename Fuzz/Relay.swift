@@ -1,0 +1,115 @@
+// Fuzz target `relay`: the relay's HTTP handling (the request as libwebsockets hands it
+// over: method, percent-decoded path and query, headers, body; then authentication,
+// routing, query parameters and the JSON bodies) and its WebSocket message handling,
+// against a relay database with three users.
+//
+// Input: byte 0 picks the mode (0, 1: an HTTP request `METHOD /path?query` + headers +
+// blank line + body; 2: a WebSocket text message); byte 1 the user and whether a valid
+// token is added when the request has no Authorization header.
+// Invariants: nothing traps; every answer is a status of docs/protocol.md (never 500)
+// with a JSON body; the fast POST body parser agrees with JSONDecoder whenever it
+// accepts a body.
+
+import ChatStore
+import Foundation
+@testable import ChatRelay
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+private let database = ScratchFile("relay.db")
+private let setup: (relay: Relay, tokens: [String]) = {
+  database.remove()
+  let relay = try! Relay(databasePath: database.path, now: { 1_767_225_600_000 })
+  let tokens = (1...3).map { id in try! relay.store.addUser(id: Int64(id), name: "user \(id)", avatarURL: nil) }
+  atexit { database.remove(); unlink(database.path + "-wal"); unlink(database.path + "-shm") }
+  return (relay, tokens)
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+  let bytes = input(data, size)
+  guard size >= 2 else { return 0 }
+  let user = Int64(data[1] >> 1) % 3 + 1
+  let rest = Array(bytes[2...])
+  if data[0] % 3 == 2 {
+    setup.relay.received(String(decoding: rest, as: UTF8.self), on: SocketID(raw: 1), from: user)
+    return 0
+  }
+  var request = head(rest)
+  if data[1] & 1 == 1 && request.headers["authorization"] == nil {
+    request.headers["authorization"] = "Bearer " + setup.tokens[Int(user) - 1]
+  }
+  checkPostBody(request.body)
+  let response = setup.relay.respond(to: request)
+  require([200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 503].contains(response.status),
+          "status \(response.status) for \(request.method) \(request.path): \(String(decoding: response.body, as: UTF8.self))")
+  require((try? JSONSerialization.jsonObject(with: Data(response.body))) != nil,
+          "the answer is not JSON: \(String(decoding: response.body, as: UTF8.self))")
+  return 0
+}
+
+/// The fast parser of POST bodies and JSONDecoder: when the first accepts a body, the
+/// second must read the same four fields from it.
+private func checkPostBody(_ body: [UInt8]) {
+  guard let plain = Relay.PostBody.parsePlain(body) else { return }
+  let decoded: Relay.PostBody
+  do { decoded = try decode(body) } catch {
+    require(false, "parsePlain accepted a body JSONDecoder refuses (\(error)): \(String(decoding: body, as: UTF8.self))")
+    return
+  }
+  require(
+    plain.requestId == decoded.requestId && plain.toUserId == decoded.toUserId && plain.content == decoded.content
+      && plain.createdAt == decoded.createdAt,
+    "parsePlain read \(plain), JSONDecoder \(decoded)")
+}
+
+/// The request as `RequestHead.read` builds it from what lws parsed: the request line's
+/// method and path (percent-decoded), the query cut at `&` and each part decoded (`+` is
+/// a space) and cut at its first `=`, headers by lowercased name (the last one wins).
+private func head(_ bytes: [UInt8]) -> HTTPRequest {
+  let text = String(decoding: bytes, as: UTF8.self)
+  let (headText, body): (Substring, [UInt8]) = {
+    guard let end = text.range(of: "\r\n\r\n") else { return (text[...], []) }
+    return (text[..<end.lowerBound], Array(text[end.upperBound...].utf8))
+  }()
+  var lines = headText.components(separatedBy: "\r\n")
+  let requestLine = lines.isEmpty ? [] : lines.removeFirst().split(separator: " ", maxSplits: 2).map(String.init)
+  let method = requestLine.first ?? "GET"
+  let target = requestLine.count > 1 ? requestLine[1] : "/"
+  let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+  var query: [String: String] = [:]
+  if parts.count > 1 {
+    for fragment in parts[1].split(separator: "&") {
+      let decoded = percentDecoded(fragment.replacingOccurrences(of: "+", with: " "))
+      if let equals = decoded.firstIndex(of: "=") {
+        query[String(decoded[..<equals])] = String(decoded[decoded.index(after: equals)...])
+      } else {
+        query[decoded] = ""
+      }
+    }
+  }
+  var headers: [String: String] = [:]
+  for line in lines {
+    guard let colon = line.firstIndex(of: ":") else { continue }
+    headers[line[..<colon].lowercased()] = String(line[line.index(after: colon)...].drop { $0 == " " })
+  }
+  _ = headers["content-length"].flatMap { Int($0.trimmingSpaces) }  // as RequestHead.contentLength reads it
+  return HTTPRequest(method: method, path: percentDecoded(String(parts[0])), query: query, headers: headers, body: body)
+}
+
+/// `%xx` escapes undone, bytes that are not UTF-8 repaired (as `String(decoding:)`).
+private func percentDecoded(_ text: String) -> String {
+  var out: [UInt8] = []
+  var bytes = text.utf8[...]
+  while let byte = bytes.popFirst() {
+    if byte == UInt8(ascii: "%"), bytes.count >= 2, let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+      out.append(value)
+      bytes = bytes.dropFirst(2)
+    } else {
+      out.append(byte)
+    }
+  }
+  return String(decoding: out, as: UTF8.self)
+}
