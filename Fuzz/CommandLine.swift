@@ -88,8 +88,9 @@ public func fuzzCommandLine(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   case .version(let text):
     require(text == "fuzz", "version \(text)")
   case .usageError(let error):
-    let lines = error.description.split(separator: "\n", omittingEmptySubsequences: false)
-    require(lines.count >= 3 && lines[0].hasPrefix("Error: ") && lines[1].hasPrefix("Usage: "), "usage error \(error.description)")
+    // An argument with a line break is quoted as it is, so the message may span lines
+    // (found by this target; left as it is, see the README's Fuzzing paragraph).
+    require(error.description.hasPrefix("Error: ") && error.description.contains("\nUsage: "), "usage error \(error.description)")
   case .run(let parsed):
     let context = CommandContext(commandPath: parsed.path.joined(separator: " "), json: false, stdout: silent, stderr: silent)
     do { try parsed.command.run?(parsed, context) } catch {}

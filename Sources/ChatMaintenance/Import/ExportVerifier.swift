@@ -51,7 +51,9 @@ public enum ExportVerifier {
     while let _ = try lines.nextLine({ line -> Bool in
       decoded += Int64(line.count) + 1
       if hasPrefix(line, #"{"type":"trailer""#), (try? parser.parse(line)) == .trailer {
-        trailer = try? parser.trailer()
+        do { trailer = try parser.trailer() } catch {
+          throw StoreError(.badInput, "\(path):\(lines.lineNumber): \(error)", path: path)
+        }
       } else if !line.isEmpty {
         records += 1
       }

@@ -217,9 +217,15 @@ public final class RecordParser {
 
   /// The current line as a trailer.
   public func trailer() throws -> HistoryTrailer {
-    HistoryTrailer(
+    let trailer = HistoryTrailer(
       users: try count(.users, default: -1), messages: try count(.messages, default: -1),
       requests: try count(.requests, default: -1))
+    // Import and verify compare the counts' sum (`total`) with the records read: counts
+    // that add up past Int64.max count no file (and the sum would trap; found by fuzzing).
+    let (partial, first) = trailer.users.addingReportingOverflow(trailer.messages)
+    let (_, second) = partial.addingReportingOverflow(trailer.requests)
+    guard !first && !second else { throw RecordError("the trailer's counts add up to more than \(Int64.max)") }
+    return trailer
   }
 
   // MARK: - Scanning
