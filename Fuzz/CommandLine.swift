@@ -88,9 +88,10 @@ public func fuzzCommandLine(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   case .version(let text):
     require(text == "fuzz", "version \(text)")
   case .usageError(let error):
-    // An argument with a line break is quoted as it is, so the message may span lines
-    // (found by this target; left as it is, see the README's Fuzzing paragraph).
-    require(error.description.hasPrefix("Error: ") && error.description.contains("\nUsage: "), "usage error \(error.description)")
+    // Three lines: the message (control characters in quoted input escaped; a line break
+    // in an argument once split it, found by this target), the usage, the help hint.
+    require(error.description.hasPrefix("Error: ") && error.description.split(separator: "\n").count == 3,
+      "usage error \(error.description)")
   case .run(let parsed):
     let context = CommandContext(commandPath: parsed.path.joined(separator: " "), json: false, stdout: silent, stderr: silent)
     do { try parsed.command.run?(parsed, context) } catch {}

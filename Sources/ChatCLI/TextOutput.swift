@@ -81,3 +81,24 @@ public final class TextBuffer: @unchecked Sendable {
   /// Everything written so far.
   public var text: String { lock.withLock { storage } }
 }
+
+extension String {
+  /// The text with its control characters written as escapes (`\n`, `\r`, `\t`,
+  /// `\u{1B}`), so a message quoting user input (an argument, a path, a field) stays on
+  /// the one line its reader expects.
+  public var oneLine: String {
+    guard unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return self }
+    var out = ""
+    for scalar in unicodeScalars {
+      switch scalar {
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case _ where scalar.properties.generalCategory == .control:
+        out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+}

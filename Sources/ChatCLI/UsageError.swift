@@ -9,7 +9,7 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
 
   /// Creates a usage error from its parts.
   public init(message: String, usage: String, commandPath: String) {
-    self.message = message
+    self.message = message.oneLine
     self.usage = usage
     self.commandPath = commandPath
   }

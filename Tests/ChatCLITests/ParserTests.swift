@@ -91,6 +91,9 @@ import Testing
     (["frobnicate"], "Unexpected argument 'frobnicate'"),
     (["help", "remote", "ad"], "Unexpected argument 'ad'. Did you mean 'add'?"),
     (["fail", "--how", "usage"], "bad combination"),
+    // Control characters in quoted input are escaped: the message stays one line (fuzzing).
+    (["evict", "a\nb"], "Unexpected argument 'a\\nb'"),
+    (["evict", "--user", "1\r\u{1B}[2J"], "The value '1\\r\\u{1B}[2J' is invalid for '--user <id>'"),
   ])
   func usageErrorsGoToStderrWithExit64(arguments: [String], message: String) {
     let result = Fixture.run(arguments)

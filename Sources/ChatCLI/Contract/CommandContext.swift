@@ -53,7 +53,7 @@ public final class CommandContext: @unchecked Sendable {
     let failure = Failure(error)
     status = failure.status
     guard status != .brokenPipe else { return }
-    stderr.writeLine("Error: " + failure.message)
+    stderr.writeLine("Error: " + failure.message.oneLine)
     if json {
       reportOutput.writeLine(
         envelope(files: [], summary: ["files": 0, "ok": 0, "failed": 0], extra: ["error": failure.json]).render())
@@ -94,14 +94,14 @@ public final class CommandContext: @unchecked Sendable {
       counts["ok"] = .int(Int64(files.count - failed))
       counts["failed"] = .int(Int64(failed))
       reportOutput.writeLine(envelope(files: files, summary: counts, extra: [:]).render())
-      if columns == nil, case .failure(let failure) = files.first?.outcome { stderr.writeLine("Error: " + failure.message) }
+      if columns == nil, case .failure(let failure) = files.first?.outcome { stderr.writeLine("Error: " + failure.message.oneLine) }
       return
     }
     guard let columns else {
       for file in files {
         switch file.outcome {
         case .success(let result): write(result.text)
-        case .failure(let failure): stderr.writeLine("Error: " + failure.message)
+        case .failure(let failure): stderr.writeLine("Error: " + failure.message.oneLine)
         }
       }
       if let summaryLine { write(summaryLine) }

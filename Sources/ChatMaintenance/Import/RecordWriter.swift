@@ -33,7 +33,7 @@ public final class RecordWriter {
 
   /// One statement for `rowsPerInsert` messages: SQLite sets up its cursors once per
   /// statement, not once per row (about twice as fast as one row per INSERT here).
-  static let rowsPerInsert = 64
+  static let rowsPerInsert = SearchIndexUpkeep.rowsPerInsert
 
   let db: Database
   let owner: Int64
@@ -176,6 +176,7 @@ public final class RecordWriter {
     try settings.disableTriggers()
     active = true
     try db.execute("BEGIN IMMEDIATE")
+    try search.bulkLoad(true)
   }
 
   /// Counts a record into the batch; commits the batch when it is full (returns true)
@@ -190,6 +191,7 @@ public final class RecordWriter {
   /// Raises the request counter, commits the last batch and restores the settings.
   func finish() throws {
     try raiseRequestCounter()
+    try search.bulkLoad(false)
     try commitBatch(last: true)
     active = false
     try settings.restore()
@@ -201,6 +203,8 @@ public final class RecordWriter {
     summaries.discard()
     inBatch = 0
     if active && db.isInTransaction { try? db.execute("ROLLBACK") }
+    // The batches before this one committed the bulk-load setting: put it back.
+    if active && summary.batches > 0 { try? db.inTransaction(.immediate) { _ in try search.bulkLoad(false); return .commit } }
     active = false
     try? settings.restore()
   }
@@ -341,7 +345,8 @@ public final class RecordWriter {
     let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {
-      for (m, _) in pendingMessages { try noteInserted(m) }
+      try search.insertedMessages(pendingMessages.lazy.map { (id: $0.message.id, content: $0.message.content) })
+      for (m, _) in pendingMessages { noteSummary(m) }
       return
     }
     // Some were already in the file: their conversations' summaries are recomputed,
@@ -362,6 +367,11 @@ public final class RecordWriter {
   /// A message this writer inserted, for the conversation summaries and the search indexes.
   private func noteInserted(_ m: Message) throws {
     try search.insertedMessage(id: m.id, content: m.content)
+    noteSummary(m)
+  }
+
+  /// A message this writer inserted, for the conversation summaries.
+  private func noteSummary(_ m: Message) {
     let conversation = m.conversationID(owner: owner)
     summaries.inserted(
       conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)

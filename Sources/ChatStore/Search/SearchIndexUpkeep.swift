@@ -16,6 +16,8 @@
 /// times faster than the view's SQL). See <https://sqlite.org/fts5.html#external_content_tables>.
 public final class SearchIndexUpkeep {
   private let insertWords: Statement!
+  /// `insertWords` for `rowsPerInsert` rows at once (bulk jobs insert messages so).
+  private let insertWordRows: Statement!
   private let insertCJK: Statement!
   private let deleteWords: Statement!
   private let deleteCJK: Statement!
@@ -25,19 +27,24 @@ public final class SearchIndexUpkeep {
   /// False when the file has no search index (someone dropped it): then there is
   /// nothing to keep, and `chatdb check` reports the missing tables.
   private let enabled: Bool
+  private let database: Database
 
   /// Prepares the statements; `database` must be at schema version 5 or later.
   public init(database: Database) throws {
+    self.database = database
     enabled =
       try database.int64(
         "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch', 'RequestSearchText')") == 4
     guard enabled else {
       (insertWords, insertCJK, deleteWords, deleteCJK, indexRequest) = (nil, nil, nil, nil, nil)
-      (deleteWordRange, rangeTexts) = (nil, nil)
+      (deleteWordRange, rangeTexts, insertWordRows) = (nil, nil, nil)
       return
     }
     insertWords = try database.prepare("INSERT INTO MessageSearch (rowid, content) VALUES (?1, ?2)")
     insertCJK = try database.prepare("INSERT INTO MessageSearchCJK (rowid, content) VALUES (?1, ?2)")
+    insertWordRows = try database.prepare(
+      "INSERT INTO MessageSearch (rowid, content) VALUES "
+        + Array(repeating: "(?, ?)", count: Self.rowsPerInsert).joined(separator: ", "))
     deleteWords = try database.prepare("INSERT INTO MessageSearch (MessageSearch, rowid, content) VALUES ('delete', ?1, ?2)")
     deleteCJK = try database.prepare("INSERT INTO MessageSearchCJK (MessageSearchCJK, rowid, content) VALUES ('delete', ?1, ?2)")
     deleteWordRange = try database.prepare(
@@ -52,6 +59,41 @@ public final class SearchIndexUpkeep {
     guard enabled else { return }
     try run(insertWords, id, content)
     if SearchText.containsCJK(content) { try run(insertCJK, id, SearchText.segmented(content)) }
+  }
+
+  /// Messages per `insertedMessages` call: one statement for them all costs about a
+  /// third less than one per row.
+  public static let rowsPerInsert = 64
+
+  /// `rowsPerInsert` message rows were inserted, in `messages` (new rows only).
+  public func insertedMessages(_ messages: some Collection<(id: Int64, content: String)>) throws {
+    guard enabled else { return }
+    precondition(messages.count == Self.rowsPerInsert, "a full block of rows")
+    var index: Int32 = 0
+    for (id, content) in messages {
+      try insertWordRows.bind(id, at: index + 1)
+      try insertWordRows.bind(content, at: index + 2)
+      index += 2
+    }
+    defer { insertWordRows.reset() }
+    _ = try insertWordRows.step()
+    for (id, content) in messages where SearchText.containsCJK(content) {
+      try run(insertCJK, id, SearchText.segmented(content))
+    }
+  }
+
+  /// A bulk job is starting (true) or ending (false). FTS5 merges an index's segments
+  /// once `automerge` of them sit at one level, 4 by default; a bulk job writes a
+  /// segment per batch, and merging at 16 instead does about a fifth less work (on 1M
+  /// generated messages: `rebuild` 4.9 s of CPU at 16 against 6.2 s at 4) for a few
+  /// more segments per query. A job killed before its end leaves 16, which only
+  /// changes how often later writes merge. Runs in the caller's transaction.
+  /// See <https://sqlite.org/fts5.html#the_automerge_configuration_option>.
+  public func bulkLoad(_ starting: Bool) throws {
+    guard enabled else { return }
+    for table in ["MessageSearch", "MessageSearchCJK"] {
+      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('automerge', \(starting ? 16 : 4))")
+    }
   }
 
   /// A message row was deleted; `content` is the text it had.
