@@ -56,10 +56,21 @@ extension ServiceCore {
     return answer(wsi, connection)
   }
 
-  func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) {
+  /// Gathers a piece of the body; returns -1 (close) when the body is still incomplete
+  /// `RelayServer.bodySeconds` after its head: lws restarts its own timeout at every
+  /// piece, so a client dribbling a byte a second (slowloris on the body) would
+  /// otherwise hold the connection for as long as it likes.
+  func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) -> Int32 {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
-      !exchange.handedOver, !exchange.tooLarge
-    else { return }
+      !exchange.handedOver
+    else { return 0 }
+    if exchange.started.duration(to: .now) > .seconds(RelayServer.bodySeconds) {
+      handlers.log(
+        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(RelayServer.bodySeconds) s: closing")
+      connection.exchange = nil
+      return -1
+    }
+    guard !exchange.tooLarge else { return 0 }
     if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.request.body = []
@@ -67,6 +78,7 @@ extension ServiceCore {
       exchange.request.body.append(contentsOf: bytes)
     }
     connection.exchange = exchange
+    return 0
   }
 
   func finishBody(_ wsi: OpaquePointer) -> Int32 {
