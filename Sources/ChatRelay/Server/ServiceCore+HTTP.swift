@@ -39,14 +39,19 @@ extension ServiceCore {
     var exchange = Exchange(request: request, started: .now)
     exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
     let declared = RequestHead.contentLength(wsi) ?? 0
-    if declared > RelayServer.maximumBodySize {
+    if RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil && (RequestHead.contentLength(wsi) == nil || declared < 0) {
+      // Not a byte count (too many digits for 64 bits, a sign, a letter): lws reads it
+      // its own way (and waited for a body of 2^63 bytes, or spun when held back), so
+      // the connection is closed at once, unanswered and unread.
+      handlers.log("http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
+      return -1
+    } else if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.closeAfter = declared > Self.drainLimit
     }
     connection.exchange = exchange
     if exchange.closeAfter {
       // Refused without reading the body: nothing more is read from this client.
-      lws_rx_flow_control(wsi, 0)
       return answer(wsi, connection)
     }
     // lws reports a body's completion (or an empty one) when the request declares a
