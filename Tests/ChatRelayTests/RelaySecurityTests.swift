@@ -72,6 +72,7 @@ import Testing
     let add = try runBounded("/bin/sh", ["-c", "umask 000; exec \"$0\" \"$@\"", relayPath, "user", "add", "--db", db, "--id", "1", "--name", "A"], seconds: 60)
     #expect(add.status == 0, "\(add.stderr)")
     #expect(mode(db) == 0o600)
+    #expect(try relay(["user", "add", "--db", db, "--id", "2", "--name", "B"]).status == 0)
     let server = try LoggedServer(db: db, folder: folder, umaskZero: true)
     defer { server.stop() }
     let token = String(add.stdout.split(separator: "\n").last ?? "")
