@@ -48,7 +48,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .olderSchema: "the file's schema is older than the command needs: run `chatdb migrate` on it"
     case .readFailed: "reading the file failed; nothing was changed"
     case .usage: "bad command line (unknown option, missing or invalid value)"
-    case .dataError: "bad input data, or the file is not a SQLite database or is damaged"
+    case .dataError: "bad input data, or the file is not a SQLite database or is damaged, or (chosen with `--user` or `--all`) is a symbolic link out of the data folder"
     case .notFound: "a file or folder named on the command line does not exist"
     case .unavailable: "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox"
     case .internalError: "an unexpected internal error (a bug: please report it)"

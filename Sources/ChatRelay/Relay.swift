@@ -450,7 +450,10 @@ func decode<T: Decodable>(_ bytes: [UInt8]) throws -> T {
       throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
     case .dataCorrupted(let context):
       let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-      if path.isEmpty { throw APIError.badRequest("the body is not a JSON object", field: nil) }
+      // Foundation reports a number an integer field cannot hold (1.5, 10,000 digits)
+      // here too, without its key: the reason it gives is kept, on one line.
+      let reason = context.debugDescription.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(200)
+      if path.isEmpty { throw APIError.badRequest("the body is not a JSON object of the expected fields (\(reason))", field: nil) }
       throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
     @unknown default:
       throw APIError.badRequest("the body is not valid JSON", field: nil)

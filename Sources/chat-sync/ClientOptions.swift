@@ -24,6 +24,7 @@ struct ClientFile: Sendable {
   func open(create: Bool) throws -> ChatRepository {
     let path = target.path
     let owner = try owner()
+    try target.requireInsideDataFolder()
     if !FileSystem.exists(path) {
       guard create else {
         throw StoreError(.notFound, "\(path): no such chat database ('chat-sync send' or 'run' creates it)", path: path)

@@ -109,7 +109,11 @@ enum GenerateCommand: ParsableCommand {
     }
     let targets: [FileTarget] =
       if let fleet = options.fleet {
-        (1...fleet).map { FileTarget(path: StoreLocation.path(forUser: Int64($0), in: options.store.dataDirectory), userID: Int64($0)) }
+        (1...fleet).map {
+          FileTarget(
+            path: StoreLocation.path(forUser: Int64($0), in: options.store.dataDirectory), userID: Int64($0),
+            dataFolder: options.store.dataDirectory)
+        }
       } else {
         [options.store.single!]
       }

@@ -54,7 +54,9 @@ enum ImportCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let path = options.path
-    let target = FileTarget(path: path, userID: options.store.user ?? StoreLocation.userID(fromFileName: path))
+    let target = FileTarget(
+      path: path, userID: options.store.user ?? StoreLocation.userID(fromFileName: path),
+      dataFolder: options.store.db == nil ? options.store.dataDirectory : nil)
     context.report(context.runEach([target], jobs: 1, label: "Importing") { target, progress in try importFile(target, options, progress) })
   }
 

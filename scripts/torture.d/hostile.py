@@ -9,8 +9,10 @@ overwritten b-tree pages, a garbage -wal, the -wal of another database, a symbol
 out of the folder, a file from a newer schema). Every command must answer within 20 s,
 with one `Error: …` line naming the file (or success, where the file is usable), an
 exit code from the README's table, no crash (no signal, no 70), and leave the file's
-bytes as they were unless the command's job is to change a good file. `--all` runs go
-on past the bad file to a good one beside it. Prints one line per case; exits 1 on
+bytes as they were unless the command's job is to change a good file. A symbolic link
+out of the folder is refused by every command with 65 (and its target left alone), but
+followed when named with `--db`. `--all` runs go on past the bad file to a good one
+beside it. Prints one line per case; exits 1 on
 any failure.
 """
 import argparse, hashlib, json, os, shutil, sqlite3, stat, subprocess, sys
@@ -100,6 +102,11 @@ CASES = {
     "newer schema": newer,
 }
 
+# Cases every command must refuse with one code: a link out of the data folder, chosen
+# through --user, is never followed (65), and the file it leads to is left alone.
+EXPECTED_CODE = {"symlink out of the folder": 65}
+OUTSIDE = os.path.join(a.work, "outside.db")
+
 # Commands that only read, and those that write (which may change a usable file).
 READERS = [["usage"], ["check"], ["check", "--full"], ["migrate", "status"], ["index", "list"], ["index", "verify"],
            ["export", "-o", "{out}/x.ndjson.zst"], ["evict", "--older-than", "1d", "--dry-run"]]
@@ -113,6 +120,11 @@ subprocess.run([chatdb, "export", "--db", good, "-o", inp], check=True, capture_
 def fingerprint(folder):
     f = os.path.join(folder, "chats-1.db")
     h = hashlib.sha256()
+    if os.path.islink(f) and os.path.exists(OUTSIDE):
+        # The link's target counts too: a refused command must not have touched it.
+        for suffix in ("", "-wal"):
+            if os.path.exists(OUTSIDE + suffix):
+                h.update(open(OUTSIDE + suffix, "rb").read())
     for suffix in ("", "-wal"):
         g = f + suffix
         if os.path.lexists(g):
@@ -149,6 +161,8 @@ for case, make in CASES.items():
                 problems.append(f"stderr is not one Error line: {err.strip()[:300]!r}")
             if code not in (0, 2, 3, 4, 6) and lines and "chats-1.db" not in lines[0] and "x.ndjson" not in lines[0]:
                 problems.append(f"the error does not name the file: {lines[0][:200]}")
+            if case in EXPECTED_CODE and code != EXPECTED_CODE[case]:
+                problems.append(f"exit {code}, expected {EXPECTED_CODE[case]}: {err.strip()[:200]}")
         if command in READERS and fingerprint(folder) != before:
             problems.append("a read-only command changed the file")
         if code not in (0, None) and command in WRITERS and fingerprint(folder) != before:
@@ -167,12 +181,25 @@ for case, make in CASES.items():
         files = {os.path.basename(f["path"]): f["ok"] for f in json.loads(out)["files"]}
         if files.get("chats-2.db") is not True:
             raise ValueError(f"chats-2.db not checked ok: {files}")
+        if case in EXPECTED_CODE:
+            codes = {os.path.basename(f["path"]): f.get("error", {}).get("exitCode") for f in json.loads(out)["files"]}
+            if codes.get("chats-1.db") != EXPECTED_CODE[case] or code != 1:
+                raise ValueError(f"chats-1.db not refused with {EXPECTED_CODE[case]} (exit {code}): {codes}")
     except Exception as e:  # noqa: BLE001
         failures.append(f"{case}: check --all: {e}")
         print(f"   FAIL: {case}: check --all did not carry on: {e}", file=sys.stderr)
         bad += 1
     shutil.rmtree(folder)
     print(f"   hostile files: {case}: {len(READERS) + len(WRITERS) + 1} runs, " + ("ok" if bad == 0 else f"{bad} problem(s)"))
+
+# --db names a path by the user's own choice: a link there is followed wherever it leads.
+folder = damaged("symlink out of the folder, by --db", link_out)
+code, out, err = run(["check", "--db", os.path.join(folder, "chats-1.db")])
+total += 1
+if code != 0:
+    failures.append(f"symlink named by --db: check exited {code}: {err.strip()[:200]}")
+    print(f"   FAIL: symlink named by --db: check exited {code}, expected 0 (links given by --db are followed)", file=sys.stderr)
+shutil.rmtree(folder)
 
 print(f"   hostile files: {len(CASES)} cases, {total} runs, {len(failures)} problem(s)")
 sys.exit(1 if failures else 0)

@@ -157,7 +157,10 @@ public final class CommandContext: @unchecked Sendable {
       while let index = next.take(below: targets.count) {
         let target = targets[index]
         let outcome: Result<FileResult, Failure>
-        do { outcome = .success(try work(target, single)) } catch { outcome = .failure(Failure(Self.naming(error, target.path))) }
+        do {
+          try target.requireInsideDataFolder()
+          outcome = .success(try work(target, single))
+        } catch { outcome = .failure(Failure(Self.naming(error, target.path))) }
         single.finish()
         slots.set(index, FileReport(target: target, outcome: outcome))
         progress?.advance()
@@ -200,9 +203,19 @@ extension CommandContext {
 public struct FileTarget: Sendable, Hashable {
   public var path: String
   public var userID: Int64?
-  public init(path: String, userID: Int64?) {
+  /// The data folder the file was chosen through (`--user`, `--all`), or nil for a path
+  /// the user named (`--db`). A file chosen through the folder must not be a symbolic
+  /// link out of it (`StoreLocation.requireInsideDataFolder`).
+  public var dataFolder: String?
+  public init(path: String, userID: Int64?, dataFolder: String? = nil) {
     self.path = path
     self.userID = userID
+    self.dataFolder = dataFolder
+  }
+
+  /// Refuses a file chosen through the data folder that is a link out of it (65).
+  public func requireInsideDataFolder() throws {
+    if let dataFolder { try StoreLocation.requireInsideDataFolder(path, dataDirectory: dataFolder) }
   }
 }
 

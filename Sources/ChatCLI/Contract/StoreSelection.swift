@@ -56,7 +56,9 @@ public struct StoreSelection: Sendable {
 
   /// The one file named by `--user` or `--db` (nil with `--all`).
   public var single: FileTarget? {
-    if let user { return FileTarget(path: StoreLocation.path(forUser: user, in: dataDirectory), userID: user) }
+    if let user {
+      return FileTarget(path: StoreLocation.path(forUser: user, in: dataDirectory), userID: user, dataFolder: dataDirectory)
+    }
     if let db { return FileTarget(path: db, userID: StoreLocation.userID(fromFileName: db)) }
     return nil
   }
@@ -66,7 +68,7 @@ public struct StoreSelection: Sendable {
   public func targets() throws -> [FileTarget] {
     if let single { return [single] }
     return try StoreLocation.databaseFiles(in: dataDirectory).map {
-      FileTarget(path: $0, userID: StoreLocation.userID(fromFileName: $0))
+      FileTarget(path: $0, userID: StoreLocation.userID(fromFileName: $0), dataFolder: dataDirectory)
     }
   }
 }

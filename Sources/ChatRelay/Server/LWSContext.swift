@@ -48,6 +48,13 @@ final class LWSContext {
     info.gid = -1
     info.uid = -1
     info.max_http_header_data = 8192
+    // Slow clients (slowloris): the head within `headSeconds` of connecting, no more
+    // than `bodySeconds` of silence inside a body (the whole body's deadline is the
+    // relay's own, see `ServiceCore.appendBody`), idle keep-alive closed after
+    // `keepAliveSeconds`. lws's defaults are the same figures; set here so they are ours.
+    info.timeout_secs_ah_idle = UInt32(RelayServer.headSeconds)
+    info.timeout_secs = UInt32(RelayServer.bodySeconds)
+    info.keepalive_timeout = Int32(RelayServer.keepAliveSeconds)
     info.retry_and_idle_policy = UnsafePointer(pingPolicy)
     info.options = chat_lws_option_validate_utf8
     if !host.contains(":") { info.options |= chat_lws_option_disable_ipv6 }

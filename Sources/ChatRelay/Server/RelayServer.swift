@@ -62,6 +62,14 @@ public final class RelayServer: @unchecked Sendable {
 
   /// The largest request body accepted; a larger one gets 413.
   public static let maximumBodySize = 1 << 20
+  /// Seconds a client has to send a request's head once connected (lws's
+  /// `timeout_secs_ah_idle`, not restarted by each byte): a slow head is closed.
+  public static let headSeconds = 10
+  /// Seconds a client has to send a request's whole body once its head is in; lws's
+  /// own timeout (`timeout_secs`) only bounds the silence between two pieces.
+  public static let bodySeconds = 20
+  /// Seconds an idle keep-alive connection stays open between requests.
+  public static let keepAliveSeconds = 5
   /// The largest WebSocket text message accepted; a larger one closes the socket (1009).
   public static let maximumMessageSize = 1 << 20
 

@@ -39,14 +39,19 @@ extension ServiceCore {
     var exchange = Exchange(request: request, started: .now)
     exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
     let declared = RequestHead.contentLength(wsi) ?? 0
-    if declared > RelayServer.maximumBodySize {
+    if RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil && (RequestHead.contentLength(wsi) == nil || declared < 0) {
+      // Not a byte count (too many digits for 64 bits, a sign, a letter): lws reads it
+      // its own way (and waited for a body of 2^63 bytes, or spun when held back), so
+      // the connection is closed at once, unanswered and unread.
+      handlers.log("http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
+      return -1
+    } else if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.closeAfter = declared > Self.drainLimit
     }
     connection.exchange = exchange
     if exchange.closeAfter {
       // Refused without reading the body: nothing more is read from this client.
-      lws_rx_flow_control(wsi, 0)
       return answer(wsi, connection)
     }
     // lws reports a body's completion (or an empty one) when the request declares a
@@ -56,10 +61,21 @@ extension ServiceCore {
     return answer(wsi, connection)
   }
 
-  func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) {
+  /// Gathers a piece of the body; returns -1 (close) when the body is still incomplete
+  /// `RelayServer.bodySeconds` after its head: lws restarts its own timeout at every
+  /// piece, so a client dribbling a byte a second (slowloris on the body) would
+  /// otherwise hold the connection for as long as it likes.
+  func appendBody(_ wsi: OpaquePointer, _ bytes: UnsafeRawBufferPointer) -> Int32 {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
-      !exchange.handedOver, !exchange.tooLarge
-    else { return }
+      !exchange.handedOver
+    else { return 0 }
+    if exchange.started.duration(to: .now) > .seconds(RelayServer.bodySeconds) {
+      handlers.log(
+        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(RelayServer.bodySeconds) s: closing")
+      connection.exchange = nil
+      return -1
+    }
+    guard !exchange.tooLarge else { return 0 }
     if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.request.body = []
@@ -67,6 +83,7 @@ extension ServiceCore {
       exchange.request.body.append(contentsOf: bytes)
     }
     connection.exchange = exchange
+    return 0
   }
 
   func finishBody(_ wsi: OpaquePointer) -> Int32 {

@@ -143,8 +143,7 @@ final class ServiceCore: @unchecked Sendable {
     case LWS_CALLBACK_HTTP:
       return beginRequest(wsi)
     case LWS_CALLBACK_HTTP_BODY:
-      appendBody(wsi, UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
-      return 0
+      return appendBody(wsi, UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
       return finishBody(wsi)
     case LWS_CALLBACK_HTTP_WRITEABLE:

@@ -43,6 +43,7 @@ public final class ChatRepository {
   public static func open(user ownerID: Int64, in dataDirectory: String) throws -> ChatRepository {
     let path = StoreLocation.path(forUser: ownerID, in: dataDirectory)
     if !FileSystem.exists(dataDirectory) { try FileSystem.createPrivateDirectory(atPath: dataDirectory) }
+    try StoreLocation.requireInsideDataFolder(path, dataDirectory: dataDirectory)
     _ = try Migrator().migrate(fileAt: path, owner: ownerID)
     return try ChatRepository(database: Database(path: path), ownerID: ownerID)
   }

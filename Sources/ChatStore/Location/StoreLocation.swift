@@ -64,6 +64,66 @@ public enum StoreLocation {
       .filter(isFileOrFolder)
   }
 
+  // MARK: - Links out of the data folder
+
+  /// Refuses a file chosen through the data folder (`--user`, `--all`) that is a
+  /// symbolic link whose target resolves outside that folder: a link planted in the
+  /// folder must not make a command read, rewrite or create a file elsewhere. A link to
+  /// another file inside the folder is followed. A path the user names with `--db` is
+  /// never checked: that choice is the user's own.
+  ///
+  /// Throws `.badInput` (exit 65) naming the file and where the link leads. The check is
+  /// made before the file is opened; a link swapped in between is not caught (the data
+  /// folder is 0700, so only its owner could do that).
+  /// See <https://man7.org/linux/man-pages/man3/realpath.3.html>.
+  public static func requireInsideDataFolder(_ path: String, dataDirectory: String) throws {
+    var info = stat()
+    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return }
+    let target = resolvedLinkTarget(path)
+    if let target, let folder = realPath(dataDirectory) {
+      let prefix = folder == "/" ? "/" : folder + "/"
+      if target.hasPrefix(prefix) { return }
+    }
+    throw StoreError(
+      .badInput,
+      "\(path) is a symbolic link to \(target ?? linkText(path) ?? "?"), outside the data folder \(dataDirectory); "
+        + "refusing to follow it (name the file with --db to use it)",
+      path: path)
+  }
+
+  /// `realpath(3)` of an existing path, or nil.
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
+  /// What a symbolic link says (`readlink(2)`), or nil when `path` is not one.
+  static func linkText(_ path: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = readlink(path, &buffer, buffer.count - 1)
+    guard count >= 0 else { return nil }
+    return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// The absolute, link-free path a symbolic link leads to, also when its last target
+  /// does not exist yet (a dangling link, which a command that creates the file would
+  /// follow); nil when even the folder it leads into cannot be resolved.
+  static func resolvedLinkTarget(_ path: String) -> String? {
+    if let resolved = realPath(path) { return resolved }
+    // Dangling: follow the chain by hand (at most 40 links, as the kernel does), then
+    // resolve the folder of the last name.
+    var current = path
+    for _ in 0..<40 {
+      guard let text = linkText(current) else { break }
+      current = text.hasPrefix("/") ? text : FileSystem.joinPath(FileSystem.parentFolder(of: current), text)
+    }
+    if linkText(current) != nil { return nil }
+    let (folder, name) = FileSystem.splitPath(current)
+    guard !name.isEmpty, name != ".", name != "..", let resolvedFolder = realPath(folder) else { return nil }
+    return FileSystem.joinPath(resolvedFolder, name)
+  }
+
   /// Keeps regular files and folders (a folder is reported as not a database);
   /// leaves out dangling links, which a write would create outside the data folder,
   /// and pipes or devices, whose open would block or write elsewhere.
