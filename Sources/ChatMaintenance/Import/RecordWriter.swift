@@ -33,7 +33,7 @@ public final class RecordWriter {
 
   /// One statement for `rowsPerInsert` messages: SQLite sets up its cursors once per
   /// statement, not once per row (about twice as fast as one row per INSERT here).
-  static let rowsPerInsert = SearchIndexUpkeep.rowsPerInsert
+  static let rowsPerInsert = 64
 
   let db: Database
   let owner: Int64
@@ -176,7 +176,7 @@ public final class RecordWriter {
     try settings.disableTriggers()
     active = true
     try db.execute("BEGIN IMMEDIATE")
-    try search.bulkLoad(true)
+    try search.setMerging(.bulkLoad)
   }
 
   /// Counts a record into the batch; commits the batch when it is full (returns true)
@@ -191,9 +191,10 @@ public final class RecordWriter {
   /// Raises the request counter, commits the last batch and restores the settings.
   func finish() throws {
     try raiseRequestCounter()
-    try search.bulkLoad(false)
+    try search.setMerging(.normal)
     try commitBatch(last: true)
     active = false
+    search.close()
     try settings.restore()
   }
 
@@ -201,10 +202,12 @@ public final class RecordWriter {
   func abandon() {
     pendingMessages.removeAll(keepingCapacity: true)
     summaries.discard()
+    search.discard()
     inBatch = 0
     if active && db.isInTransaction { try? db.execute("ROLLBACK") }
     // The batches before this one committed the bulk-load setting: put it back.
-    if active && summary.batches > 0 { try? db.inTransaction(.immediate) { _ in try search.bulkLoad(false); return .commit } }
+    if active && summary.batches > 0 { try? db.inTransaction(.immediate) { _ in try search.setMerging(.normal); return .commit } }
+    search.close()
     active = false
     try? settings.restore()
   }
@@ -213,6 +216,7 @@ public final class RecordWriter {
   private func commitBatch(last: Bool = false) throws {
     try flushMessages()
     try summaries.apply()
+    try search.flush()
     try db.execute("COMMIT")
     if inBatch > 0 { summary.batches += 1 }
     committed = summary
@@ -345,8 +349,7 @@ public final class RecordWriter {
     let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {
-      try search.insertedMessages(pendingMessages.lazy.map { (id: $0.message.id, content: $0.message.content) })
-      for (m, _) in pendingMessages { noteSummary(m) }
+      for (m, _) in pendingMessages { try noteInserted(m) }
       return
     }
     // Some were already in the file: their conversations' summaries are recomputed,
@@ -367,11 +370,6 @@ public final class RecordWriter {
   /// A message this writer inserted, for the conversation summaries and the search indexes.
   private func noteInserted(_ m: Message) throws {
     try search.insertedMessage(id: m.id, content: m.content)
-    noteSummary(m)
-  }
-
-  /// A message this writer inserted, for the conversation summaries.
-  private func noteSummary(_ m: Message) {
     let conversation = m.conversationID(owner: owner)
     summaries.inserted(
       conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)

@@ -4,26 +4,38 @@
 /// Import and generate tell it each message and request they inserted, evict each
 /// message it deleted (with its text: the word index is external content and the CJK
 /// index contentless, so removing a row's entries needs the text it was indexed from).
-/// Its statements run in the caller's transaction, so every commit is exact.
+/// It notes them in temporary tables and `flush()`, called in the same transaction
+/// before its commit, applies them to the indexes in one statement per index:
 ///
 /// ```swift
 /// let search = try SearchIndexUpkeep(database: db)
 /// // … in the batch's transaction, for each message inserted:
 /// try search.insertedMessage(id: 123, content: "你好 café")
+/// // … then, before COMMIT:
+/// try search.flush()
 /// ```
+/// One statement per batch, not per row, because this SQLite's FTS5 writes its pending
+/// terms out as a new segment at every statement savepoint, and a statement that writes
+/// to a virtual table inside a transaction opens one: row by row, every message became
+/// a segment of its own for the automatic merges to fold together (on 200,000 generated
+/// messages, 40% of generate's instructions under callgrind went to those flushes).
+///
 /// The CJK index gets the segmented text (`SearchText.segmented`) computed here, the
 /// same text the triggers read from the view `MessageSearchSegments` (about a hundred
 /// times faster than the view's SQL). See <https://sqlite.org/fts5.html#external_content_tables>.
 public final class SearchIndexUpkeep {
-  private let insertWords: Statement!
-  /// `insertWords` for `rowsPerInsert` rows at once (bulk jobs insert messages so).
-  private let insertWordRows: Statement!
-  private let insertCJK: Statement!
-  private let deleteWords: Statement!
-  private let deleteCJK: Statement!
-  private let indexRequest: Statement!
+  private let noteAdded: Statement!
+  private let noteRemoved: Statement!
+  private let noteRequest: Statement!
   private let deleteWordRange: Statement!
   private let rangeTexts: Statement!
+  /// The statements `flush()` runs, in order, each when its kind of note was taken.
+  private let applyRemoved: [Statement]
+  private let applyAdded: [Statement]
+  private let applyRequests: [Statement]
+  private var removed = 0
+  private var added = 0
+  private var requests = 0
   /// False when the file has no search index (someone dropped it): then there is
   /// nothing to keep, and `chatdb check` reports the missing tables.
   private let enabled: Bool
@@ -36,76 +48,69 @@ public final class SearchIndexUpkeep {
       try database.int64(
         "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch', 'RequestSearchText')") == 4
     guard enabled else {
-      (insertWords, insertCJK, deleteWords, deleteCJK, indexRequest) = (nil, nil, nil, nil, nil)
-      (deleteWordRange, rangeTexts, insertWordRows) = (nil, nil, nil)
+      (noteAdded, noteRemoved, noteRequest, deleteWordRange, rangeTexts) = (nil, nil, nil, nil, nil)
+      (applyRemoved, applyAdded, applyRequests) = ([], [], [])
       return
     }
-    insertWords = try database.prepare("INSERT INTO MessageSearch (rowid, content) VALUES (?1, ?2)")
-    insertCJK = try database.prepare("INSERT INTO MessageSearchCJK (rowid, content) VALUES (?1, ?2)")
-    insertWordRows = try database.prepare(
-      "INSERT INTO MessageSearch (rowid, content) VALUES "
-        + Array(repeating: "(?, ?)", count: Self.rowsPerInsert).joined(separator: ", "))
-    deleteWords = try database.prepare("INSERT INTO MessageSearch (MessageSearch, rowid, content) VALUES ('delete', ?1, ?2)")
-    deleteCJK = try database.prepare("INSERT INTO MessageSearchCJK (MessageSearchCJK, rowid, content) VALUES ('delete', ?1, ?2)")
+    // Rows noted since the last flush: added messages (their text is read back from
+    // Messages), removed messages (with the text they were indexed from; NULL when
+    // the word index already dropped them), added requests.
+    try database.execute(
+      """
+      CREATE TEMP TABLE IF NOT EXISTS chatdb_search_added (id INTEGER PRIMARY KEY, segments TEXT);
+      CREATE TEMP TABLE IF NOT EXISTS chatdb_search_removed (id INTEGER PRIMARY KEY, content TEXT, segments TEXT);
+      CREATE TEMP TABLE IF NOT EXISTS chatdb_search_requests (id INTEGER PRIMARY KEY);
+      DELETE FROM temp.chatdb_search_added; DELETE FROM temp.chatdb_search_removed; DELETE FROM temp.chatdb_search_requests;
+      """)
+    noteAdded = try database.prepare("INSERT OR REPLACE INTO temp.chatdb_search_added (id, segments) VALUES (?1, ?2)")
+    noteRemoved = try database.prepare(
+      "INSERT OR REPLACE INTO temp.chatdb_search_removed (id, content, segments) VALUES (?1, ?2, ?3)")
+    noteRequest = try database.prepare("INSERT OR IGNORE INTO temp.chatdb_search_requests (id) VALUES (?1)")
     deleteWordRange = try database.prepare(
       "INSERT INTO MessageSearch (MessageSearch, rowid, content) SELECT 'delete', id, content FROM Messages WHERE id > ?1 AND id <= ?2")
     rangeTexts = try database.prepare("SELECT id, content FROM Messages WHERE id > ?1 AND id <= ?2")
-    indexRequest = try database.prepare(
-      "INSERT INTO RequestSearch (rowid, content) SELECT request_id, content FROM RequestSearchText WHERE request_id = ?1")
+    applyRemoved = try [
+      """
+      INSERT INTO MessageSearch (MessageSearch, rowid, content)
+      SELECT 'delete', id, content FROM temp.chatdb_search_removed WHERE content IS NOT NULL
+      """,
+      """
+      INSERT INTO MessageSearchCJK (MessageSearchCJK, rowid, content)
+      SELECT 'delete', id, segments FROM temp.chatdb_search_removed WHERE segments IS NOT NULL
+      """,
+      "DELETE FROM temp.chatdb_search_removed",
+    ].map(database.prepare)
+    applyAdded = try [
+      "INSERT INTO MessageSearch (rowid, content) SELECT a.id, m.content FROM temp.chatdb_search_added a JOIN Messages m ON m.id = a.id",
+      "INSERT INTO MessageSearchCJK (rowid, content) SELECT id, segments FROM temp.chatdb_search_added WHERE segments IS NOT NULL",
+      "DELETE FROM temp.chatdb_search_added",
+    ].map(database.prepare)
+    applyRequests = try [
+      """
+      INSERT INTO RequestSearch (rowid, content)
+      SELECT t.request_id, t.content FROM temp.chatdb_search_requests r JOIN RequestSearchText t ON t.request_id = r.id
+      """,
+      "DELETE FROM temp.chatdb_search_requests",
+    ].map(database.prepare)
   }
 
   /// A message row was inserted (a new row, not one a conflict kept).
   public func insertedMessage(id: Int64, content: String) throws {
     guard enabled else { return }
-    try run(insertWords, id, content)
-    if SearchText.containsCJK(content) { try run(insertCJK, id, SearchText.segmented(content)) }
-  }
-
-  /// Messages per `insertedMessages` call: one statement for them all costs about a
-  /// third less than one per row.
-  public static let rowsPerInsert = 64
-
-  /// `rowsPerInsert` message rows were inserted, in `messages` (new rows only).
-  public func insertedMessages(_ messages: some Collection<(id: Int64, content: String)>) throws {
-    guard enabled else { return }
-    precondition(messages.count == Self.rowsPerInsert, "a full block of rows")
-    var index: Int32 = 0
-    for (id, content) in messages {
-      try insertWordRows.bind(id, at: index + 1)
-      try insertWordRows.bind(content, at: index + 2)
-      index += 2
-    }
-    defer { insertWordRows.reset() }
-    _ = try insertWordRows.step()
-    for (id, content) in messages where SearchText.containsCJK(content) {
-      try run(insertCJK, id, SearchText.segmented(content))
-    }
-  }
-
-  /// A bulk job is starting (true) or ending (false). FTS5 merges an index's segments
-  /// once `automerge` of them sit at one level, 4 by default; a bulk job writes a
-  /// segment per batch, and merging at 16 instead does about a fifth less work (on 1M
-  /// generated messages: `rebuild` 4.9 s of CPU at 16 against 6.2 s at 4) for a few
-  /// more segments per query. A job killed before its end leaves 16, which only
-  /// changes how often later writes merge. Runs in the caller's transaction.
-  /// See <https://sqlite.org/fts5.html#the_automerge_configuration_option>.
-  public func bulkLoad(_ starting: Bool) throws {
-    guard enabled else { return }
-    for table in ["MessageSearch", "MessageSearchCJK"] {
-      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('automerge', \(starting ? 16 : 4))")
-    }
+    try noteAdded.execute([id, Self.segments(content)])
+    added += 1
   }
 
   /// A message row was deleted; `content` is the text it had.
   public func deletedMessage(id: Int64, content: String) throws {
     guard enabled else { return }
-    try run(deleteWords, id, content)
-    if SearchText.containsCJK(content) { try run(deleteCJK, id, SearchText.segmented(content)) }
+    try noteRemoved.execute([id, content, Self.segments(content)])
+    removed += 1
   }
 
   /// Every message with an id in `after + 1 ... upTo` is about to be deleted (eviction
-  /// by age, before its `DELETE`): the word index drops them in one statement, the CJK
-  /// index the ones with CJK text.
+  /// by age, before its `DELETE`): the word index drops them in one statement now, the
+  /// CJK index the ones with CJK text at the next `flush()`.
   public func deletingMessages(after low: Int64, upTo high: Int64) throws {
     guard enabled else { return }
     try deleteWordRange.execute([low, high])
@@ -114,49 +119,106 @@ public final class SearchIndexUpkeep {
       let content = row.string(1)
       if SearchText.containsCJK(content) { cjk.append((row.int64(0), content)) }
     }
-    for (id, content) in cjk { try run(deleteCJK, id, SearchText.segmented(content)) }
+    for (id, content) in cjk {
+      try noteRemoved.execute([id, DatabaseValue.null, SearchText.segmented(content)])
+      removed += 1
+    }
   }
 
   /// A request row was inserted (the outbox is small: its text is segmented by the view).
   public func insertedRequest(id: Int64) throws {
     guard enabled else { return }
-    try indexRequest.bind(id, at: 1)
-    _ = try indexRequest.step()
-    indexRequest.reset()
+    try noteRequest.execute([id])
+    requests += 1
   }
 
-  /// Merges the message indexes' segments until the entries of deleted rows are gone,
-  /// so their pages become free (eviction, before it gives free pages back). Each step
-  /// writes about `pages` pages in its own short `BEGIN IMMEDIATE … COMMIT`, so another
-  /// writer waits at most one step. Returns the steps taken.
-  /// See <https://sqlite.org/fts5.html#the_merge_command>.
-  @discardableResult
-  public static func compact(_ db: Database, pages: Int = 200) throws -> Int {
-    var steps = 0
-    for table in ["MessageSearch", "MessageSearchCJK"] {
-      guard try db.int64("SELECT count(*) FROM sqlite_schema WHERE name = ?", [table]) == 1 else { continue }
-      while true {
-        var work: Int64 = 0
-        try db.inTransaction(.immediate) { db in
-          let before = try db.int64("SELECT total_changes()") ?? 0
-          // A negative count merges segments whatever their level: a deletion's markers
-          // meet the entries they cancel.
-          try db.execute("INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", [-pages])
-          work = (try db.int64("SELECT total_changes()") ?? 0) - before
-          return .commit
-        }
-        steps += 1
-        if work < 2 { break }
+  /// Applies what was noted since the last flush to the indexes; call it in the same
+  /// transaction, before its commit (a rolled-back transaction takes the notes with it:
+  /// call `discard()` then).
+  public func flush() throws {
+    guard enabled else { return }
+    if removed > 0 { for statement in applyRemoved { try statement.execute() } }
+    if added > 0 { for statement in applyAdded { try statement.execute() } }
+    if requests > 0 { for statement in applyRequests { try statement.execute() } }
+    (removed, added, requests) = (0, 0, 0)
+  }
+
+  /// Drops the temporary tables of the notes (the job is over: it leaves its caller's
+  /// connection as it found it). Outside a transaction, or after its commit.
+  public func close() {
+    guard enabled else { return }
+    (removed, added, requests) = (0, 0, 0)
+    try? database.execute(
+      "DROP TABLE IF EXISTS temp.chatdb_search_added; DROP TABLE IF EXISTS temp.chatdb_search_removed; DROP TABLE IF EXISTS temp.chatdb_search_requests")
+  }
+
+  /// What the CJK index holds for a message with this text, or nil (no CJK in it).
+  private static func segments(_ content: String) -> String? {
+    SearchText.containsCJK(content) ? SearchText.segmented(content) : nil
+  }
+
+  /// Forgets the notes (their transaction was rolled back, which emptied the tables).
+  public func discard() {
+    (removed, added, requests) = (0, 0, 0)
+  }
+
+  /// How often FTS5 merges the message indexes' segments while a job writes them.
+  /// See <https://sqlite.org/fts5.html#the_automerge_configuration_option>.
+  public enum Merging: Sendable {
+    /// FTS5's defaults: merge once 4 segments sit at one level (`automerge`), and at
+    /// once, whatever it costs, at 16 (`crisismerge`).
+    case normal
+    /// Import and generate: a segment per batch, merged at 16 a level, which does
+    /// about a fifth less work than at 4 (on 1M generated messages: `rebuild` 4.9 s of
+    /// CPU at 16 against 6.2 s at 4) for a few more segments per query.
+    case bulkLoad
+    /// Eviction: no merging while it deletes (a deletion only adds a small segment of
+    /// markers per chunk; merging them into the large old segments chunk after chunk
+    /// cost three times the CPU of one pass at the end, 7.6 s against 2.6 s for half
+    /// of 1M), then `compact` merges once; `crisismerge` 64 keeps a chunk from
+    /// starting a large merge inside its lock.
+    case deferred
+
+    var settings: (automerge: Int, crisismerge: Int) {
+      switch self {
+      case .normal: (4, 16)
+      case .bulkLoad: (16, 16)
+      case .deferred: (0, 64)
       }
     }
-    return steps
   }
 
-  private func run(_ statement: Statement, _ id: Int64, _ content: String) throws {
-    try statement.bind(id, at: 1)
-    try statement.bind(content, at: 2)
-    defer { statement.reset() }
-    _ = try statement.step()
+  /// Sets how the message indexes merge (a job sets `.bulkLoad` or `.deferred` when it
+  /// starts and `.normal` when it ends). The setting is kept in the file: a job killed
+  /// before its end leaves its own, which only changes how often later writes merge,
+  /// until the next job ends. Runs in the caller's transaction.
+  public func setMerging(_ merging: Merging) throws {
+    guard enabled else { return }
+    let (automerge, crisismerge) = merging.settings
+    for table in ["MessageSearch", "MessageSearchCJK"] {
+      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('automerge', \(automerge))")
+      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('crisismerge', \(crisismerge))")
+    }
+  }
+
+  /// The message indexes this file has (both, unless someone dropped them).
+  public static func messageIndexes(in db: Database) throws -> [String] {
+    try db.query(
+      "SELECT name FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK') ORDER BY name DESC"
+    ) { $0.string(0) }
+  }
+
+  /// One step of merging `table`'s segments, about `pages` pages, in the caller's
+  /// transaction; returns the rows it wrote (under 2: nothing left to merge). Eviction
+  /// repeats it, each step a short transaction of its own, until the entries of the
+  /// deleted rows are gone and their pages free. A negative count merges segments
+  /// whatever their level, so a deletion's markers meet the entries they cancel.
+  /// See <https://sqlite.org/fts5.html#the_merge_command>.
+  public static func mergeStep(_ db: Database, _ table: String, pages: Int) throws -> Int64 {
+    precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
+    let before = try db.int64("SELECT total_changes()") ?? 0
+    try db.execute("INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", [-pages])
+    return (try db.int64("SELECT total_changes()") ?? 0) - before
   }
 }
 
