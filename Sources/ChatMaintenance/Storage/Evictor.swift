@@ -115,6 +115,7 @@ public final class Evictor {
     try settings.disableTriggers()
     let summaries = try ConversationSummaryUpkeep(database: db)
     let search = try SearchIndexUpkeep(database: db)
+    defer { search.close() }
     // Consecutive chunks touch the same index pages (every conversation's oldest
     // entries): a larger cache keeps them from being read back from the WAL.
     try settings.set("cache_size", -65_536)
@@ -126,13 +127,25 @@ public final class Evictor {
     // counts only, so it skips the byte estimates (a dbstat pass and a scan of the
     // content, a fifth of the run) unless a size target needs them.
     let plan = try EvictionPlanner(database: db).plan(policy, estimateBytes: false)
-    let deleted = try delete(plan, summaries: summaries, search: search) { progress($0, plan.messages) }
+    // The search indexes merge once, after the deletes (`SearchIndexUpkeep.Merging.deferred`).
+    let merging = { (mode: SearchIndexUpkeep.Merging) in
+      try self.db.inTransaction(.immediate) { _ in try search.setMerging(mode); return .commit }
+    }
+    if plan.messages > 0 { try merging(.deferred) }
+    let deleted: Int64
+    do {
+      deleted = try delete(plan, summaries: summaries, search: search) { progress($0, plan.messages) }
+    } catch {
+      if plan.messages > 0 { try? merging(.normal) }
+      throw error
+    }
+    if plan.messages > 0 { try merging(.normal) }
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
     var note: String?
     // The search indexes keep a deleted row's entries until their segments merge.
-    if deleted > 0 { try SearchIndexUpkeep.compact(db) }
+    if deleted > 0 { try mergeSearchIndexes() }
     let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 
     try checkpoint()
@@ -222,8 +235,10 @@ public final class Evictor {
       }
       try summaries.apply()
       for row in texts { try search.deletedMessage(id: row.id, content: row.content) }
+      try search.flush()
     } catch {
       summaries.discard()
+      search.discard()
       throw error
     }
     return deleted
@@ -254,9 +269,11 @@ public final class Evictor {
         try delete.execute([low, high])
         let deleted = db.changes
         try summaries.apply()
+        try search.flush()
         return deleted
       } catch {
         summaries.discard()
+        search.discard()
         throw error
       }
     }
@@ -317,6 +334,19 @@ public final class Evictor {
   }
 
   // MARK: - Reclaiming
+
+  /// Merges the search indexes' segments until the deleted rows' entries are gone (so
+  /// their pages are free to give back), in chunks timed like the deletes.
+  private func mergeSearchIndexes() throws {
+    for table in try SearchIndexUpkeep.messageIndexes(in: db) {
+      var pages = 200
+      while true {
+        let (work, millis) = try inChunk { Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages)) }
+        if work < 2 { break }
+        pages = Int(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
+      }
+    }
+  }
 
   private func reclaimSpace(vacuumMillis: inout Double?, note: inout String?) throws -> ReclaimMethod {
     let free = try db.int64("PRAGMA freelist_count") ?? 0
