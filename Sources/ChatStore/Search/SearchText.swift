@@ -54,23 +54,25 @@ public enum SearchText {
   public static func segmented(_ text: String) -> String {
     var text = text
     return text.withUTF8 { bytes in
-      var out: [UInt8] = []
-      out.reserveCapacity(bytes.count + bytes.count / 2)
-      var i = 0
-      while i < bytes.count {
-        let (length, value) = decode(bytes, at: i)
-        let cjk = isCJK(value: value)
-        if cjk { out.append(contentsOf: separatorUTF8) }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[i..<(i + length)]))
-        if cjk { out.append(contentsOf: separatorUTF8) }
-        i += length
+      // At most three times as long: a three-byte CJK character becomes nine bytes.
+      String(unsafeUninitializedCapacity: bytes.count * 3) { out in
+        var o = 0
+        var i = 0
+        while i < bytes.count {
+          let (length, value) = decode(bytes, at: i)
+          let cjk = isCJK(value: value)
+          if cjk { (out[o], out[o + 1], out[o + 2], o) = (0xE2, 0x80, 0x8B, o + 3) }  // U+200B
+          for k in i..<(i + length) {
+            out[o] = bytes[k]
+            o += 1
+          }
+          if cjk { (out[o], out[o + 1], out[o + 2], o) = (0xE2, 0x80, 0x8B, o + 3) }  // U+200B
+          i += length
+        }
+        return o
       }
-      return String(decoding: out, as: UTF8.self)
     }
   }
-
-  /// U+200B in UTF-8.
-  static let separatorUTF8: [UInt8] = [0xE2, 0x80, 0x8B]
 
   /// The length and scalar value of the UTF-8 sequence at `i` (a String's bytes are
   /// valid UTF-8); only three- and four-byte sequences, where CJK lives, are decoded.
