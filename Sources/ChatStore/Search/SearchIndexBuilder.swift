@@ -38,7 +38,12 @@ public struct SearchIndexBuilder {
       progress(done, total)
       low = high
     }
-    let insert = try db.prepare("INSERT INTO MessageSearchCJK (rowid, content) VALUES (?1, ?2)")
+    // The segmented rows go through a temporary table into the index in one statement
+    // per chunk: row by row, this SQLite's FTS5 writes a segment per statement (see
+    // `SearchIndexUpkeep`).
+    try db.execute("CREATE TEMP TABLE IF NOT EXISTS chatdb_search_segments (id INTEGER PRIMARY KEY, content TEXT NOT NULL)")
+    defer { try? db.execute("DROP TABLE IF EXISTS temp.chatdb_search_segments") }
+    let insert = try db.prepare("INSERT INTO temp.chatdb_search_segments (id, content) VALUES (?1, ?2)")
     var rows: [(Int64, String)] = []
     try db.prepare("SELECT id, content FROM Messages WHERE \(Self.cjkRows)").forEachRow { row in
       rows.append((row.int64(0), row.string(1)))
@@ -67,6 +72,8 @@ public struct SearchIndexBuilder {
 
   private func flush(_ rows: inout [(Int64, String)], into insert: Statement) throws {
     for (id, content) in rows { try insert.execute([id, SearchText.segmented(content)]) }
+    try db.execute("INSERT INTO MessageSearchCJK (rowid, content) SELECT id, content FROM temp.chatdb_search_segments")
+    try db.execute("DELETE FROM temp.chatdb_search_segments")
     rows.removeAll(keepingCapacity: true)
   }
 }
