@@ -88,6 +88,11 @@ public final class Evictor {
   /// A rough count of pages written to the WAL since the last checkpoint.
   private var pagesSinceCheckpoint: Int64 = 0
   private var maxChunkMillis = 0.0
+  /// The search indexes (`mergeSearchIndexes`), and pages per merge step, scaled to the chunk time.
+  private var searchIndexes: [String] = []
+  private var mergePages = 200
+  /// Delete chunks since the search indexes' last merge.
+  private var chunksSinceMerge = 0
 
   public init(database: Database, options: Options = Options()) {
     self.db = database
@@ -131,6 +136,7 @@ public final class Evictor {
     let merging = { (mode: SearchIndexUpkeep.Merging) in
       try self.db.inTransaction(.immediate) { _ in try search.setMerging(mode); return .commit }
     }
+    searchIndexes = try SearchIndexUpkeep.messageIndexes(in: db)
     if plan.messages > 0 { try merging(.deferred) }
     let deleted: Int64
     do {
@@ -145,7 +151,7 @@ public final class Evictor {
     var vacuumMillis: Double?
     var note: String?
     // The search indexes keep a deleted row's entries until their segments merge.
-    if deleted > 0 { try mergeSearchIndexes() }
+    if deleted > 0 { try mergeSearchIndexes(anyLevel: true) }
     let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 
     try checkpoint()
@@ -189,6 +195,7 @@ public final class Evictor {
           progress(deleted)
           rows = nextChunkRows(rows, millis: millis)
           if changed == 0 { break }
+          try mergeEverySixteenChunks()
         }
       }
       return deleted
@@ -214,6 +221,7 @@ public final class Evictor {
       progress(deleted)
       rows = nextChunkRows(rows, millis: millis)
       low = high
+      if changed > 0 { try mergeEverySixteenChunks() }
     }
     return deleted
   }
@@ -335,15 +343,28 @@ public final class Evictor {
 
   // MARK: - Reclaiming
 
-  /// Merges the search indexes' segments until the deleted rows' entries are gone (so
-  /// their pages are free to give back), in chunks timed like the deletes.
-  private func mergeSearchIndexes() throws {
-    for table in try SearchIndexUpkeep.messageIndexes(in: db) {
-      var pages = 200
+  /// Each delete chunk leaves a small segment of deletion markers in each search index:
+  /// every 16 chunks, they are merged into one.
+  private func mergeEverySixteenChunks() throws {
+    chunksSinceMerge += 1
+    guard chunksSinceMerge >= 16 else { return }
+    chunksSinceMerge = 0
+    try mergeSearchIndexes(anyLevel: false)
+  }
+
+  /// Merges the search indexes' segments in chunks timed like the deletes: while
+  /// deleting, the small segments of deletion markers, 16 at a time (so none piles up
+  /// into a large merge); at the end (`anyLevel`), everything, until the deleted rows'
+  /// entries are gone and their pages free to give back.
+  private func mergeSearchIndexes(anyLevel: Bool) throws {
+    for table in searchIndexes {
       while true {
-        let (work, millis) = try inChunk { Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages)) }
+        let pages = mergePages
+        let (work, millis) = try inChunk {
+          Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
+        }
         if work < 2 { break }
-        pages = Int(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
+        mergePages = Int(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
       }
     }
   }

@@ -172,18 +172,19 @@ public final class SearchIndexUpkeep {
     /// about a fifth less work than at 4 (on 1M generated messages: `rebuild` 4.9 s of
     /// CPU at 16 against 6.2 s at 4) for a few more segments per query.
     case bulkLoad
-    /// Eviction: no merging while it deletes (a deletion only adds a small segment of
-    /// markers per chunk; merging them into the large old segments chunk after chunk
-    /// cost three times the CPU of one pass at the end, 7.6 s against 2.6 s for half
-    /// of 1M), then `compact` merges once; `crisismerge` 64 keeps a chunk from
-    /// starting a large merge inside its lock.
+    /// Eviction: no automatic merging while it deletes (FTS5 would merge each chunk's
+    /// small segment of deletion markers into the large old segments, chunk after
+    /// chunk: three times the CPU of one pass, 7.6 s against 2.6 s for half of 1M);
+    /// the evictor merges the markers' segments itself, 16 at a time (`usermerge`)
+    /// in short steps of their own, and once more at the end to drop the deleted
+    /// entries. `crisismerge` 64 is never reached, so no chunk starts a large merge.
     case deferred
 
-    var settings: (automerge: Int, crisismerge: Int) {
+    var settings: (automerge: Int, crisismerge: Int, usermerge: Int) {
       switch self {
-      case .normal: (4, 16)
-      case .bulkLoad: (16, 16)
-      case .deferred: (0, 64)
+      case .normal: (4, 16, 4)
+      case .bulkLoad: (16, 16, 4)
+      case .deferred: (0, 64, 16)
       }
     }
   }
@@ -194,10 +195,11 @@ public final class SearchIndexUpkeep {
   /// until the next job ends. Runs in the caller's transaction.
   public func setMerging(_ merging: Merging) throws {
     guard enabled else { return }
-    let (automerge, crisismerge) = merging.settings
+    let (automerge, crisismerge, usermerge) = merging.settings
     for table in ["MessageSearch", "MessageSearchCJK"] {
-      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('automerge', \(automerge))")
-      try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('crisismerge', \(crisismerge))")
+      for (name, value) in [("automerge", automerge), ("crisismerge", crisismerge), ("usermerge", usermerge)] {
+        try database.execute("INSERT INTO \(table) (\(table), rank) VALUES ('\(name)', \(value))")
+      }
     }
   }
 
@@ -209,15 +211,16 @@ public final class SearchIndexUpkeep {
   }
 
   /// One step of merging `table`'s segments, about `pages` pages, in the caller's
-  /// transaction; returns the rows it wrote (under 2: nothing left to merge). Eviction
-  /// repeats it, each step a short transaction of its own, until the entries of the
-  /// deleted rows are gone and their pages free. A negative count merges segments
-  /// whatever their level, so a deletion's markers meet the entries they cancel.
+  /// transaction; returns the rows it wrote (under 2: nothing left to merge). With
+  /// `anyLevel` it merges wherever a level holds two segments, so deletion markers
+  /// meet the entries they cancel and their pages become free (the end of an
+  /// eviction); without, only a level holding `usermerge` segments (during one).
+  /// Eviction repeats it, each step a short transaction of its own.
   /// See <https://sqlite.org/fts5.html#the_merge_command>.
-  public static func mergeStep(_ db: Database, _ table: String, pages: Int) throws -> Int64 {
+  public static func mergeStep(_ db: Database, _ table: String, pages: Int, anyLevel: Bool) throws -> Int64 {
     precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
     let before = try db.int64("SELECT total_changes()") ?? 0
-    try db.execute("INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", [-pages])
+    try db.execute("INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", [anyLevel ? -pages : pages])
     return (try db.int64("SELECT total_changes()") ?? 0) - before
   }
 }
