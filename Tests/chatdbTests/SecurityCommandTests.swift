@@ -343,36 +343,6 @@ func shell(_ script: String, _ arguments: [String]) throws -> Run {
   try run("/bin/sh", ["-c", script] + arguments)
 }
 
-/// Runs any program (reading both pipes before waiting).
-func run(_ path: String, _ arguments: [String]) throws -> Run {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: path)
-  process.arguments = arguments
-  var env = ProcessInfo.processInfo.environment
-  env.removeValue(forKey: StoreLocation.environmentKey)
-  process.environment = env
-  let out = Pipe(), err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  process.standardInput = FileHandle.nullDevice
-  try process.run()
-  let errText = ErrorText()
-  let group = DispatchGroup()
-  group.enter()
-  DispatchQueue.global().async {
-    errText.data = err.fileHandleForReading.readDataToEndOfFile()
-    group.leave()
-  }
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  group.wait()
-  process.waitUntilExit()
-  return Run(
-    status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-    stderr: String(decoding: errText.data, as: UTF8.self))
-}
-
-/// Written by one reader thread, read after `DispatchGroup.wait()`, which orders the accesses.
-private final class ErrorText: @unchecked Sendable { var data = Data() }
 
 /// Every path under `root`, itself included, without following links.
 func allPaths(under root: String) throws -> [String] {

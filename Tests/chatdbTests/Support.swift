@@ -15,8 +15,13 @@ func chatdb(_ arguments: String..., environment: [String: String] = [:]) throws 
 }
 
 func chatdb(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+  try run(binaryDirectory.appendingPathComponent("chatdb").path, arguments, environment: environment)
+}
+
+/// Runs any program with `$CHATDB_DATA_DIR` unset (and `environment` added).
+func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Run {
   let process = Process()
-  process.executableURL = binaryDirectory.appendingPathComponent("chatdb")
+  process.executableURL = URL(fileURLWithPath: path)
   process.arguments = arguments
   var env = ProcessInfo.processInfo.environment
   env.removeValue(forKey: StoreLocation.environmentKey)
