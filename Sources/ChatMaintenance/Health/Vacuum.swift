@@ -43,7 +43,12 @@ public enum DatabaseVacuum {
   ///
   /// Refuses (`.diskSpace`) unless the file's folder (or `into`'s) and the temporary
   /// folder each have the file's size plus a margin free; refuses an existing `into`.
-  public static func run(path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of) throws -> VacuumReport {
+  /// A plain `VACUUM` builds its copy in the temporary folder and then writes it whole
+  /// into the WAL beside the file: when both folders are on one file system, that file
+  /// system needs room for two copies (measured on a tmpfs: 2.0× the file).
+  public static func run(
+    path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of, temporaryFolder temporary: String? = nil
+  ) throws -> VacuumReport {
     guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
     if let into {
       let source = URL(fileURLWithPath: path).standardizedFileURL.path
@@ -56,10 +61,15 @@ public enum DatabaseVacuum {
       throw StoreError(.badInput, "\(into) already exists; VACUUM INTO writes a new file", path: into)
     }
     let before = FileSystem.databaseSize(atPath: path)
-    let needed = before + margin
-    let target = into ?? path
-    for place in [FileSystem.parentFolder(of: target), temporaryFolder()] {
-      try DiskSpace.require(needed, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
+    let folder = FileSystem.parentFolder(of: into ?? path)
+    let temporary = temporary ?? temporaryFolder()
+    if into == nil, FileSystem.onSameFileSystem(folder, temporary) {
+      try DiskSpace.require(
+        2 * before + margin, in: folder, for: path, to: "VACUUM's copy and its rewrite of the WAL", probe: diskSpace)
+    } else {
+      for place in [folder, temporary] {
+        try DiskSpace.require(before + margin, in: place, for: path, to: "VACUUM's full copy", probe: diskSpace)
+      }
     }
     do {
       let db = try Database(path: path)

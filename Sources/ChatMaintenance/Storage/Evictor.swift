@@ -390,11 +390,14 @@ public final class Evictor {
       return .automatic
     default:
       // VACUUM writes a full copy to the temporary folder and, in WAL mode, the whole
-      // file again into the WAL: both need room for it.
+      // file again into the WAL: both need room for it (twice the room when they share
+      // a file system).
       let pageSize = try db.int64("PRAGMA page_size") ?? 4096
-      let needed = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize + (16 << 20)
+      let copy = ((try db.int64("PRAGMA page_count") ?? 0) - free) * pageSize
       let temporary = options.temporaryDirectory ?? FileSystem.sqliteTemporaryDirectory()
-      for place in [FileSystem.parentFolder(of: db.path), temporary] {
+      let folder = FileSystem.parentFolder(of: db.path)
+      let needed = copy * (FileSystem.onSameFileSystem(folder, temporary) ? 2 : 1) + (16 << 20)
+      for place in [folder, temporary] {
         let space = try DiskSpace.of(place)
         if space.available < needed {
           note =

@@ -139,6 +139,20 @@ public enum FileSystem {
   public static func databaseSize(atPath path: String) -> Int64 {
     ["", "-wal"].reduce(0) { $0 + (size(atPath: path + $1) ?? 0) }
   }
+
+  /// Whether two paths (or their nearest existing parents) are on the same file
+  /// system (`st_dev`); false when either cannot be looked at.
+  public static func onSameFileSystem(_ a: String, _ b: String) -> Bool {
+    func device(_ path: String) -> dev_t? {
+      var probe = path
+      // Each step shortens the path until it reaches "." or "/", so the walk ends.
+      while !exists(probe), probe != "/", probe != "." { probe = parentFolder(of: probe) }
+      var info = stat()
+      return stat(probe, &info) == 0 ? info.st_dev : nil
+    }
+    guard let x = device(a), let y = device(b) else { return false }
+    return x == y
+  }
 }
 
 /// Free and total space of the file system that holds a path.
