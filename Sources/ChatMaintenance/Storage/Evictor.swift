@@ -87,6 +87,11 @@ public final class Evictor {
   private var chunks = 0
   /// A rough count of pages written to the WAL since the last checkpoint.
   private var pagesSinceCheckpoint: Int64 = 0
+  /// On a nearly full disk (a quarter of the free space under 64 MiB), the most WAL
+  /// to let grow: eviction is what a user runs on a full disk, and the WAL is what it
+  /// needs room for (the pages it frees are reused, the file does not grow). Nil: a
+  /// passive checkpoint every 16,384 pages (64 MiB; each syncs the file).
+  private var walLimit: Int64?
   private var maxChunkMillis = 0.0
   /// The search indexes (`mergeSearchIndexes`), and pages per merge step, scaled to the chunk time.
   private var searchIndexes: [String] = []
@@ -125,6 +130,7 @@ public final class Evictor {
     // entries): a larger cache keeps them from being read back from the WAL.
     try settings.set("cache_size", -65_536)
     try checkpoint()
+    if let free = try? DiskSpace.of(db.path).available, free / 4 < 64 << 20 { walLimit = max(free / 4, 256 << 10) }
     let sizeBefore = FileSystem.databaseSize(atPath: db.path)
     lastDataVersion = try db.int64("PRAGMA data_version") ?? 0
     // The plan `chatdb evict --dry-run` shows (the same call on the same rows),
@@ -327,7 +333,15 @@ public final class Evictor {
     let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 8 * Double.random(in: 0.5...1.5))
     // A passive checkpoint copies the WAL into the file without taking the write lock,
     // so it runs in the pause (and keeps the WAL from growing without bound).
-    if pagesSinceCheckpoint >= 16_384 {
+    if let limit = walLimit {
+      // A passive checkpoint leaves the WAL file its size; this one empties it, and
+      // holds other writers off while it copies (at most `limit` bytes): timed as a chunk.
+      if (FileSystem.size(atPath: db.path + "-wal") ?? 0) >= limit {
+        let start = Self.now()
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        record(Self.now() - start)
+      }
+    } else if pagesSinceCheckpoint >= 16_384 {
       pagesSinceCheckpoint = 0
       try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     }
