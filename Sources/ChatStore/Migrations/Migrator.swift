@@ -248,6 +248,7 @@ public struct Migrator: Sendable {
       let db = try Database(path: path, mode: existed ? .readWrite : .create)
       report.created = !existed
 
+      try Self.takeSoleAccess(db)
       let owner = try owner ?? StoreLocation.userID(fromFileName: path) ?? Self.inferOwner(db)
       if existed && status.version > 0 && backup {
         let backupPath = "\(path).bak-v\(status.version)"
@@ -261,6 +262,30 @@ public struct Migrator: Sendable {
       throw StoreError.from(error, path: path, doing: "migrate")
     }
     return report
+  }
+
+  /// Waits (the connection's `busy_timeout`) until no other connection has the file
+  /// open, then keeps it to itself until the connection closes; throws `.busy` naming
+  /// the file when others still have it open after the wait.
+  ///
+  /// A migration rewrites tables, and a program that opened the file at the old version
+  /// (an older `chat-sync`, an app) would go on writing to a schema it does not know. In
+  /// WAL mode every open connection holds a shared lock on the database file for as
+  /// long as it is open, and a connection in `locking_mode = EXCLUSIVE` takes (and
+  /// keeps) an exclusive lock at its first write transaction: so that transaction
+  /// starts only once every other connection has closed.
+  /// See <https://sqlite.org/pragma.html#pragma_locking_mode> and
+  /// <https://sqlite.org/wal.html#use_of_wal_without_shared_memory>.
+  static func takeSoleAccess(_ db: Database) throws {
+    try db.execute("PRAGMA locking_mode = EXCLUSIVE")
+    do {
+      try db.inTransaction(.immediate) { _ in .commit }
+    } catch let error as SQLiteError where error.isBusy {
+      throw StoreError(
+        .busy,
+        "\(db.path) is open in another program (a running chat-sync or app); migrating needs the file to itself: close it and try again",
+        path: db.path)
+    }
   }
 
   /// A new file is made whole beside its place (`.<name>.creating`) and linked into
