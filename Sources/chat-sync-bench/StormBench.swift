@@ -2,7 +2,6 @@ import ChatCLI
 import ChatStore
 import ChatSync
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -79,7 +78,7 @@ enum StormBench: ParsableCommand {
     // The files first, 16 at a time: creating one is mostly waiting for its syncs.
     let ids = accounts.prefix(options.clients).map(\.id)
     let folder = options.folder
-    let failure = Mutex<String?>(nil)
+    let failure = Locked<String?>(nil)
     let group = DispatchGroup()
     for worker in 0..<16 {
       group.enter()
@@ -208,12 +207,12 @@ final class Recorder: Sendable {
     var delays: [Double] = []
   }
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
   let clients: Int
 
   init(clients: Int) {
     self.clients = clients
-    state = Mutex(
+    state = Locked(
       State(
         connected: Array(repeating: false, count: clients), synced: Array(repeating: false, count: clients),
         lost: Array(repeating: false, count: clients), back: Array(repeating: false, count: clients)))
@@ -297,7 +296,7 @@ final class Recorder: Sendable {
 
 /// A count shared between tasks.
 final class Counter: Sendable {
-  private let count = Mutex(0)
+  private let count = Locked(0)
   func add() { count.withLock { $0 += 1 } }
   var value: Int { count.withLock { $0 } }
 }

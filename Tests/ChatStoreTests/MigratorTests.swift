@@ -599,10 +599,12 @@ import Testing
       #expect(status.version == 1)
       #expect(status.applied.map(\.version) == [1])
       #expect(status.pending.map(\.version) == [2])
-      let db = try Database(path: path, mode: .readOnly)
-      #expect(try Fixture.userTables(db) == ["a", "chatdb_migrations", "k"])
-      #expect(try db.int64("SELECT count(*) FROM a") == 1)
-      #expect(try db.int64("PRAGMA foreign_keys") == 1)
+      do {  // closed before the next migrate, which needs the file to itself
+        let db = try Database(path: path, mode: .readOnly)
+        #expect(try Fixture.userTables(db) == ["a", "chatdb_migrations", "k"])
+        #expect(try db.int64("SELECT count(*) FROM a") == 1)
+        #expect(try db.int64("PRAGMA foreign_keys") == 1)
+      }
 
       // Again from an existing version-1 file: a backup is made and the file is kept.
       let backupReport = expectStoreError(.writeFailed) { _ = try migrator.migrate(fileAt: path) }
@@ -702,5 +704,34 @@ import Testing
         }
       }
     }
+  }
+}
+
+/// Issue 14: `chat-sync send` and a starting `chat-sync run` (or two threads) creating the
+/// same new file at once: each builds its own copy beside it, the first link wins, the
+/// other uses that file; neither fails or writes into the other's copy.
+@Suite struct ConcurrentCreationTests {
+  @Test func twoCreatorsOfOneNewFileBothSucceed() throws {
+    try withTemporaryDirectory { dir in
+      for round in 0..<10 {
+        let path = Fixture.path(owner: 100 + Int64(round), in: dir)
+        let results = Results()
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in results.add(Result { try Migrator().migrate(fileAt: path) }) }
+        let reports = try results.all.map { try $0.get() }
+        #expect(reports.map(\.toVersion) == [Fixture.latest, Fixture.latest])
+        #expect(reports.filter(\.created).count == 1, "round \(round): one of them created it")
+        #expect(try Migrator().status(ofFileAt: path).version == Fixture.latest)
+      }
+      let left = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.contains("creating") }
+      #expect(left.isEmpty, "\(left)")
+    }
+  }
+
+  final class Results: @unchecked Sendable {
+    // @unchecked: `results` is only touched under `lock`.
+    private let lock = NSLock()
+    private var results: [Result<Migrator.Report, any Error>] = []
+    func add(_ result: Result<Migrator.Report, any Error>) { lock.withLock { results.append(result) } }
+    var all: [Result<Migrator.Report, any Error>] { lock.withLock { results } }
   }
 }

@@ -1,6 +1,5 @@
 import ChatStore
 import Foundation
-import Synchronization
 import Testing
 
 @testable import ChatSync
@@ -35,7 +34,7 @@ final class ScriptedRelay: Sendable {
     var accepted: [Int64: Int64] = [:]  // requestId -> messageId
     var syncPages: [String] = []
   }
-  let state = Mutex(State())
+  let state = Locked(State())
   let script: Script
 
   init(script: @escaping Script = { _, _ in nil }) { self.script = script }
@@ -83,10 +82,10 @@ final class ScriptedRelay: Sendable {
 
 /// A socket the test drives: `deliver` plays the relay, `sent` is what the client wrote.
 final class FakeSocket: RelaySocket, @unchecked Sendable {
-  // @unchecked: `continuation` is thread-safe; `sentTexts` is behind a Mutex.
+  // @unchecked: `continuation` is thread-safe; `sentTexts` is behind a `Locked`.
   let messages: AsyncStream<String>
   private let continuation: AsyncStream<String>.Continuation
-  private let sentTexts = Mutex<[String]>([])
+  private let sentTexts = Locked<[String]>([])
 
   init() { (messages, continuation) = AsyncStream.makeStream(of: String.self) }
 

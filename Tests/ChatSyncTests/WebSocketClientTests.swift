@@ -1,7 +1,8 @@
+import Synchronization
 import ChatRelay
 import ChatSync
 import Foundation
-import Synchronization
+import ChatStore
 import Testing
 
 #if canImport(Glibc)
@@ -204,7 +205,7 @@ func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
 
 /// Everything a socket received, collected by a task.
 final class Inbox: Sendable {
-  private let state = Mutex<(messages: [String], finished: Bool)>(([], false))
+  private let state = Locked<(messages: [String], finished: Bool)>(([], false))
 
   init(_ socket: any RelaySocket) {
     let stream = socket.messages
@@ -230,8 +231,8 @@ final class TestRelay: Sendable {
 
   /// The handlers' record, shared with their closures.
   final class Recorder: Sendable {
-    let events = Mutex<[Event]>([])
-    let server = Mutex<RelayServer?>(nil)
+    let events = Locked<[Event]>([])
+    let server = Locked<RelayServer?>(nil)
     func append(_ event: Event) { events.withLock { $0.append(event) } }
   }
 
@@ -298,7 +299,7 @@ final class FreezingProxy: Sendable {
   let port: Int
   private let listener: Int32
   private let frozen = Atomic<Bool>(false)
-  private let sockets = Mutex<[Int32]>([])
+  private let sockets = Locked<[Int32]>([])
 
   init(target: Int) throws {
     listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,3 +1,4 @@
+import ChatStore
 import CWebSockets
 
 /// An HTTP + WebSocket server on one port, built on libwebsockets' event loop.
@@ -15,7 +16,7 @@ import CWebSockets
 ///
 /// See https://libwebsockets.org/lws-api-doc-v4.1-stable/html/md_READMEs_README_coding.html
 // @unchecked: the only state reachable from several threads is the core's outbound
-// queue, behind a Mutex; the rest is touched by the service thread alone.
+// queue, behind a `Locked`; the rest is touched by the service thread alone.
 public final class RelayServer: @unchecked Sendable {
   /// What the server calls, always on the service thread.
   public struct Handlers: Sendable {

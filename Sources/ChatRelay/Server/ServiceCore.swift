@@ -1,14 +1,14 @@
 import CWebSockets
 import Dispatch
 import Glibc
-import Synchronization
+import ChatStore
 
 /// The server's state and its answers to libwebsockets events.
 ///
 /// Connections are found through a number stored in each `lws` as its opaque user
 /// data: lws frees and re-zeroes per-session data whenever it rebinds a protocol
 /// (every HTTP transaction, every upgrade), the opaque pointer survives that.
-// @unchecked: `outbound` is a Mutex; every other property is touched only on the
+// @unchecked: `outbound` is `Locked`; every other property is touched only on the
 // service thread (callbacks, run(), and shutdown() after run() returned or never ran).
 final class ServiceCore: @unchecked Sendable {
   let socketPath: String
@@ -20,7 +20,7 @@ final class ServiceCore: @unchecked Sendable {
   var sockets: [UInt64: OpaquePointer] = [:]
   private var nextID: UInt64 = 0
   private var ran = false
-  let outbound: Mutex<Outbound>
+  let outbound: Locked<Outbound>
 
   /// What other threads hand the service thread.
   struct Outbound: ~Copyable {
@@ -52,7 +52,7 @@ final class ServiceCore: @unchecked Sendable {
   init(socketPath: String, handlers: RelayServer.Handlers) {
     self.socketPath = socketPath
     self.handlers = handlers
-    outbound = Mutex(Outbound())
+    outbound = Locked(Outbound())
   }
 
   func attach(_ context: LWSContext) {
@@ -198,7 +198,7 @@ final class ServiceCore: @unchecked Sendable {
 
 /// Wakes `lws_service` from another thread.
 // @unchecked: lws_cancel_service is documented as callable from any thread, and the
-// pointer is dropped (under the same Mutex) before the context is destroyed.
+// pointer is dropped (under the same lock) before the context is destroyed.
 struct WakeHandle: @unchecked Sendable {
   let context: OpaquePointer
 

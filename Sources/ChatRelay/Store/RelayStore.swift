@@ -1,6 +1,5 @@
 import ChatStore
 import Foundation
-import Synchronization
 
 /// The relay's durable state in one SQLite file, `relay.db`: users and token digests,
 /// contacts, messages until their recipient acknowledges them, idempotency records,
@@ -246,11 +245,11 @@ extension RelayStore: Sendable {}
 
 /// A second connection to the relay's file that runs `PASSIVE` checkpoints on its own
 /// serial queue when asked; requests made while one is pending are merged.
-// @unchecked: `db` is only used on `queue`, and `pending` behind its Mutex.
+// @unchecked: `db` is only used on `queue`, and `pending` behind its `Locked`.
 final class Checkpointer: @unchecked Sendable {
   private let queue = DispatchQueue(label: "chat-relay.checkpoint", qos: .utility)
   private var db: Database?
-  private let pending = Mutex(false)
+  private let pending = Locked(false)
 
   init(path: String) throws {
     db = try Database(path: path, mode: .readWrite)

@@ -243,11 +243,17 @@ public struct Migrator: Sendable {
       let buildsIndex = plan.contains { $0.version == SearchIndexBuilder.migrationVersion }
       try checkFreeSpace(for: path, size: status.fileSize, backup: backup, searchIndex: buildsIndex)
     }
-    if !existed { return try create(path, plan: plan, owner: owner, report: report) }
+    if !existed {
+      if let created = try create(path, plan: plan, owner: owner, report: report) { return created }
+      // Another process (a `chat-sync send` beside a starting `chat-sync run`) created
+      // the file first: it is the one to use, migrated as asked.
+      return try migrate(fileAt: path, to: target, owner: owner, backup: backup)
+    }
     do {
       let db = try Database(path: path, mode: existed ? .readWrite : .create)
       report.created = !existed
 
+      try Self.takeSoleAccess(db)
       let owner = try owner ?? StoreLocation.userID(fromFileName: path) ?? Self.inferOwner(db)
       if existed && status.version > 0 && backup {
         let backupPath = "\(path).bak-v\(status.version)"
@@ -263,13 +269,48 @@ public struct Migrator: Sendable {
     return report
   }
 
-  /// A new file is made whole beside its place (`.<name>.creating`) and linked into
-  /// place at the end: a run killed half-way never leaves a file between two versions
-  /// (each migration commits on its own) where the next command would find it.
-  private func create(_ path: String, plan: [Migration], owner: Int64?, report: Report) throws -> Report {
+  /// Waits (the connection's `busy_timeout`) until no other connection has the file
+  /// open, then keeps it to itself until the connection closes; throws `.busy` naming
+  /// the file when others still have it open after the wait.
+  ///
+  /// A migration rewrites tables, and a program that opened the file at the old version
+  /// (an older `chat-sync`, an app) would go on writing to a schema it does not know. In
+  /// WAL mode every open connection holds a shared lock on the database file for as
+  /// long as it is open, and a connection in `locking_mode = EXCLUSIVE` takes (and
+  /// keeps) an exclusive lock at its first write transaction: so that transaction
+  /// starts only once every other connection has closed.
+  /// See <https://sqlite.org/pragma.html#pragma_locking_mode> and
+  /// <https://sqlite.org/wal.html#use_of_wal_without_shared_memory>.
+  static func takeSoleAccess(_ db: Database) throws {
+    try db.execute("PRAGMA locking_mode = EXCLUSIVE")
+    do {
+      try db.inTransaction(.immediate) { _ in .commit }
+    } catch let error as SQLiteError where error.isBusy {
+      throw StoreError(
+        .busy,
+        "\(db.path) is open in another program (a running chat-sync or app); migrating needs the file to itself: close it and try again",
+        path: db.path)
+    }
+  }
+
+  /// A new file is made whole beside its place (`.<name>.creating-<pid>-<n>`) and linked
+  /// into place at the end: a run killed half-way never leaves a file between two
+  /// versions (each migration commits on its own) where the next command would find it.
+  /// Each call makes its own, so two creating the same file at once never write into
+  /// one another's; the first link wins and the other returns nil (use the file there).
+  /// Leftovers of killed runs (their process gone) are removed first.
+  private func create(_ path: String, plan: [Migration], owner: Int64?, report: Report) throws -> Report? {
     var report = report
     let (folder, name) = FileSystem.splitPath(path)
-    let temporary = FileSystem.joinPath(folder, ".\(name).creating")
+    let prefix = ".\(name).creating"
+    let temporary = FileSystem.joinPath(folder, "\(prefix)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where entry.hasPrefix(prefix) {
+      // `.<name>.creating` (before per-process names) or `.<name>.creating-<pid>-<n>`.
+      let parts = entry.dropFirst(prefix.count).split(separator: "-")
+      let pid = parts.count == 2 && !entry.hasSuffix("-wal") && !entry.hasSuffix("-shm") ? Int32(parts[0]) : nil
+      let gone = entry == prefix || (pid.map { kill($0, 0) != 0 && errno == ESRCH } ?? false)
+      if gone { FileSystem.removeDatabase(atPath: FileSystem.joinPath(folder, entry)) }
+    }
     FileSystem.removeDatabase(atPath: temporary)
     defer { FileSystem.removeDatabase(atPath: temporary) }
     do {
@@ -281,8 +322,8 @@ public struct Migrator: Sendable {
         try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
       }
       guard link(temporary, path) == 0 else {
-        let reason = errno == EEXIST ? "\(path) appeared while it was being created" : String(cString: strerror(errno))
-        throw StoreError(errno == EEXIST ? .writeFailed : .io, "cannot create \(path): \(reason)", path: path)
+        if errno == EEXIST { return nil }
+        throw StoreError(.io, "cannot create \(path): \(String(cString: strerror(errno)))", path: path)
       }
       report.created = true
     } catch var error as StoreError {

@@ -1,4 +1,4 @@
-import Synchronization
+import ChatStore
 
 /// Wakes a waiting loop: `ring()` from anywhere, `wait(timeout:)` in the loop. A ring
 /// while nobody waits is kept (one), so a wake-up is never lost.
@@ -7,7 +7,7 @@ final class Doorbell: Sendable {
     var rung = false
     var waiter: CheckedContinuation<Void, Never>?
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   func ring() {
     let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

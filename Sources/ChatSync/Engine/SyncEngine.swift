@@ -31,6 +31,10 @@ public actor SyncEngine {
     public var pageSize = 200
     /// A uniform value in 0..<1 for the jitter (tests pin it).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// How long a write to the file keeps being retried while another program (`chatdb
+    /// vacuum`, `import`, `index apply` on a large file) holds its write lock past the
+    /// connection's `busy_timeout`, in seconds.
+    public var busyPatience: Double = 300
     /// Where log lines go (one per connection change, send and receipt).
     public var log: @Sendable (String) -> Void = { _ in }
 
@@ -256,9 +260,9 @@ public actor SyncEngine {
         try await store([message])
         queueAcks([message.id])
       case .delivered(let update):
-        try apply(update, .delivered)
+        try await apply(update, .delivered)
       case .read(let update):
-        try apply(update, .read)
+        try await apply(update, .read)
       case .contactStatus(let status):
         presence[status.userId] = status
         if status.typing == true {
@@ -266,10 +270,10 @@ public actor SyncEngine {
         } else {
           typingUntil[status.userId] = nil
         }
-        if let seen = status.lastSeenAt { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
+        if let seen = status.lastSeenAt { try await patiently { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) } }
         log("contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
       case .deliveryAcknowledged(let ids):
-        try repository.confirmDelivered(ids)
+        try await patiently { try repository.confirmDelivered(ids) }
         acksInFlight.subtract(ids)
       case .error(let code, let message):
         log("relay error event: \(code): \(message)")
@@ -283,14 +287,16 @@ public actor SyncEngine {
 
   /// A status update for one of the owner's messages; the update cursor moves (and the
   /// relay is told it may drop them) only when no earlier update is missing.
-  private func apply(_ update: StatusUpdate, _ status: MessageStatus) throws {
+  private func apply(_ update: StatusUpdate, _ status: MessageStatus) async throws {
     var ahead = appliedAhead
     if update.sequence > updateCursor { ahead.insert(update.sequence) }
     var next = updateCursor
     while ahead.remove(next + 1) != nil { next += 1 }
     // One transaction: the update and, when it closed a gap, the cursor past it.
-    try repository.applyUpdate(
-      status, messageID: update.messageId, conversation: update.conversationId, sequence: next > updateCursor ? next : nil)
+    try await patiently { [next, updateCursor] in
+      try repository.applyUpdate(
+        status, messageID: update.messageId, conversation: update.conversationId, sequence: next > updateCursor ? next : nil)
+    }
     appliedAhead = ahead
     if next > updateCursor {
       updateCursor = next
@@ -317,12 +323,12 @@ public actor SyncEngine {
       // Nothing waits forever for a profile: a stand-in now, the real one later.
       for id in contacts where !users.contains(where: { $0.id == id }) { users.append(User(id: id, name: "user \(id)")) }
     }
-    try repository.receive(fresh, users: users, messageCursor: cursor)
+    try await patiently { try repository.receive(fresh, users: users, messageCursor: cursor) }
     for message in fresh where message.fromUserID != owner { log("received message \(message.id) from user \(message.fromUserID)") }
   }
 
   private func cursorSync() async throws {
-    if let me = try? await api.profiles([owner]).first { try repository.upsert(me) }
+    if let me = try? await api.profiles([owner]).first { try await patiently { try repository.upsert(me) } }
     var pages = 0
     while true {
       let cursor = try repository.syncCursor()
@@ -330,7 +336,9 @@ public actor SyncEngine {
       try await store(page.messages, cursor: page.messages.last?.id)
       for update in page.updates {
         let status: MessageStatus = update.type == "message_read" ? .read : .delivered
-        try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
+        try await patiently {
+          try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
+        }
       }
       updateCursor = try repository.syncCursor().updates
       appliedAhead = appliedAhead.filter { $0 > updateCursor }
@@ -444,6 +452,36 @@ public actor SyncEngine {
   public var isSynced: Bool { socket != nil && synced }
 
 
+  // MARK: - Waiting out another writer
+
+  /// Runs one write to the file, retried (with a pause that grows to 1 s) while another
+  /// program holds the file's write lock longer than `busy_timeout`, for up to
+  /// `busyPatience` seconds. `chatdb vacuum` or `import` on a large file can hold it for
+  /// longer than a connection's `busy_timeout`; a message received meanwhile must not
+  /// be dropped until the next reconnect (and a user must not see SQLite's "database is
+  /// locked"). Every write is one transaction, so a retry repeats it whole.
+  func patiently<T>(_ write: () throws -> T) async throws -> T {
+    let started = ContinuousClock.now
+    var pause = 0.05
+    var said = false
+    while true {
+      do {
+        return try write()
+      } catch where Self.isBusy(error) && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000)) {
+        if !said {
+          log("store: another program is writing the file; waiting for it")
+          said = true
+        }
+        try? await Task.sleep(for: .milliseconds(Int64(pause * 1000)))
+        pause = min(pause * 2, 1)
+      }
+    }
+  }
+
+  static func isBusy(_ error: any Error) -> Bool {
+    (error as? SQLiteError)?.isBusy == true || (error as? StoreError)?.kind == .busy
+  }
+
   // MARK: - The outbox
 
   private func outboxLoop(untilIdle: Bool, deadline: ContinuousClock.Instant?) async {
@@ -493,7 +531,7 @@ public actor SyncEngine {
     firstTried[request.requestID] = started
     do {
       // The durable timeout: if this process dies now the request is due again after it.
-      guard try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) else { return }
+      guard try await patiently({ try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) }) else { return }
     } catch {
       log("outbox: \(error)")
       return
@@ -502,7 +540,7 @@ public actor SyncEngine {
     do {
       switch outcome {
       case .accepted(let message, let replayed):
-        try repository.acknowledge(message, requestID: request.requestID)
+        try await patiently { try repository.acknowledge(message, requestID: request.requestID) }
         metrics.sent += 1
         if replayed { metrics.replayed += 1 }
         let elapsed = started.duration(to: .now).components
@@ -512,15 +550,15 @@ public actor SyncEngine {
       case .retryable(let reason, let retryAfter):
         metrics.failedAttempts += 1
         let delay = retryAfter ?? options.outboxBackoff.delay(attempt: request.failCount + 1, random: options.random)
-        try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay))
+        try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay)) }
         log(String(format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s", delay))
       case .rejected(let reason):
         metrics.rejected += 1
-        try repository.markFailed(request.requestID, reason: reason, retryAt: nil)
+        try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: nil) }
         firstTried[request.requestID] = nil
         log("request \(request.requestID) refused for good: \(reason)")
       case .unauthorized(let reason):
-        try repository.markFailed(request.requestID, reason: reason, retryAt: Date())
+        try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date()) }
         halt("the relay refused the token (\(reason))")
       }
     } catch {

@@ -1,6 +1,6 @@
 import CWebSockets
 import Foundation
-import Synchronization
+import ChatStore
 
 #if canImport(Glibc)
   import Glibc
@@ -62,10 +62,10 @@ final class ClientLoop: @unchecked Sendable {
 ///
 /// A connection is found through its id, stored in its `lws` as the opaque user data
 /// (set through the connect info, so it is there from the first callback).
-// @unchecked: `shared` is a Mutex; every other property is touched only on the
+// @unchecked: `shared` is `Locked`; every other property is touched only on the
 // service thread (the callbacks and run()).
 final class ClientCore: @unchecked Sendable {
-  let shared = Mutex(Shared())
+  let shared = Locked(Shared())
   var context: OpaquePointer?
   var connections: [UInt64: ClientConnection] = [:]
   /// Ping policies by `pingSeconds`; lws keeps pointing at a connection's policy, so

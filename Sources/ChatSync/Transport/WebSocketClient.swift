@@ -1,7 +1,7 @@
 import CWebSockets
 import Dispatch
 import Foundation
-import Synchronization
+import ChatStore
 
 #if canImport(Glibc)
   import Glibc
@@ -78,7 +78,7 @@ public final class LWSClientSocket: RelaySocket, @unchecked Sendable {
 final class SocketChannel: Sendable {
   let messages: AsyncStream<String>
   private let continuation: AsyncStream<String>.Continuation
-  private let code = Mutex<UInt16?>(nil)
+  private let code = Locked<UInt16?>(nil)
 
   init() { (messages, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded) }
 

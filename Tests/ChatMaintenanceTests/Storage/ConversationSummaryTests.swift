@@ -430,7 +430,7 @@ import Testing
     let folder = try HistoryFolder()
     let path = folder.file("chats-1.db")
     _ = try Migrator().migrate(fileAt: path, to: version, owner: 1)
-    let db = try Database(path: path)
+    var db: Database! = try Database(path: path)
     try db.execute("INSERT INTO Users (id, name) VALUES (1, 'Me'), (2, 'Ada'), (3, 'Bo'), (4, 'Cy')")
     let columns = version >= 2 ? ", conversation_id" : ""
     func conversation(_ c: Int64) -> String { version >= 2 ? ", \(c)" : "" }
@@ -451,6 +451,7 @@ import Testing
       VALUES (1, 4, 'p', 'PENDING', '2026-01-01T00:00:05.000Z'\(at("2026-01-01T00:00:05.000Z"))),
         (2, 2, 'd', 'DRAFT', '2027-01-01T00:00:00.000Z'\(at("2027-01-01T00:00:00.000Z")))
       """)
+    db = nil  // closed: migrate needs the file to itself
     _ = try Migrator().migrate(fileAt: path, owner: 1)
     let chats = try ChatRepository(database: Database(path: path), ownerID: 1)
     let listed = try chats.conversations()

@@ -1,6 +1,6 @@
 import ChatRelay
 import Foundation
-import Synchronization
+import ChatStore
 
 /// A ``RelayServer`` on a free loopback port, served by a background thread, with
 /// every handler call recorded. Echo handlers: HTTP describes the request, a socket
@@ -83,7 +83,7 @@ final class RunningServer: Sendable {
 
 /// Lines appended from the service thread, read from the test.
 final class EventLog: Sendable {
-  private let storage = Mutex<[String]>([])
+  private let storage = Locked<[String]>([])
 
   func append(_ line: String) { storage.withLock { $0.append(line) } }
   var lines: [String] { storage.withLock { $0 } }
@@ -91,7 +91,7 @@ final class EventLog: Sendable {
 
 /// The server, for handlers created before it exists.
 final class ServerReference: Sendable {
-  private let storage = Mutex<RelayServer?>(nil)
+  private let storage = Locked<RelayServer?>(nil)
 
   var server: RelayServer? {
     get { storage.withLock { $0 } }
