@@ -67,9 +67,9 @@ public final class Evictor {
   /// Tuning, for tests and `--chunk-rows`.
   public struct Options: Sendable {
     /// Lock time a chunk aims at.
-    public var targetChunkMillis: Double = 30
+    public var targetChunkMillis: Double = 20
     /// Rows per chunk to start with, and the bounds of the adaptive size.
-    public var initialChunkRows = 2_000
+    public var initialChunkRows = 1_000
     public var maxChunkRows = 100_000
     /// A fixed number of rows per chunk instead of the adaptive size.
     public var fixedChunkRows: Int?
@@ -95,7 +95,7 @@ public final class Evictor {
   private var maxChunkMillis = 0.0
   /// The search indexes (`mergeSearchIndexes`), and pages per merge step, scaled to the chunk time.
   private var searchIndexes: [String] = []
-  private var mergePages = 200
+  private var mergePages = 64
   /// Delete chunks since the search indexes' last merge.
   private var chunksSinceMerge = 0
 
@@ -320,7 +320,7 @@ public final class Evictor {
     maxChunkMillis = max(maxChunkMillis, millis)
   }
 
-  /// Gives the lock away for a moment: briefly (a fifth of the chunk, with jitter so a
+  /// Gives the lock away for a moment: briefly (a sixteenth of the chunk, with jitter so a
   /// writer's retries never lock into step with the chunks), or for longer than
   /// SQLite's longest busy-handler sleep while another connection is writing.
   private func pause(after millis: Double) throws {
@@ -330,7 +330,7 @@ public final class Evictor {
       lastDataVersion = version
       lastContention = now
     }
-    let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 8 * Double.random(in: 0.5...1.5))
+    let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 16 * Double.random(in: 0.5...1.5))
     // A passive checkpoint copies the WAL into the file without taking the write lock,
     // so it runs in the pause (and keeps the WAL from growing without bound).
     if let limit = walLimit {
@@ -388,7 +388,7 @@ public final class Evictor {
     guard free > 0 else { return .none }
     switch try db.int64("PRAGMA auto_vacuum") ?? 0 {
     case 2:  // auto_vacuum = INCREMENTAL (https://sqlite.org/pragma.html#pragma_auto_vacuum)
-      var pages: Int64 = 1_024
+      var pages: Int64 = 256
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
         let (_, millis) = try inChunk {
           try db.execute("PRAGMA incremental_vacuum(\(pages))")
