@@ -11,11 +11,18 @@ struct RelayDatabase: Sendable {
 
   /// The relay's store, which must exist already: commands that only read or change
   /// users never create an empty relay.db by mistake.
-  func existing() throws -> RelayStore {
+  /// `readOnly`: for the commands that only list (nothing is created, migrated or written).
+  func existing(readOnly: Bool = false) throws -> RelayStore {
     guard FileSystem.exists(path) else {
       throw StoreError(.notFound, "\(path): no such relay database ('chat-relay user add' or 'serve' creates it)", path: path)
     }
-    return try RelayStore(path: path)
+    try RelayStore.refuseSpecialFile(path)
+    // An empty file holds no relay yet: these commands leave it empty, as they leave a
+    // missing one missing.
+    guard FileSystem.size(atPath: path) != 0 else {
+      throw StoreError(.notFound, "\(path) is empty: no relay data ('chat-relay user add' or 'serve' creates it)", path: path)
+    }
+    return try RelayStore(path: path, readOnly: readOnly)
   }
 
   /// The one-file report every relay command gives.

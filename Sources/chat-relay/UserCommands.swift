@@ -47,7 +47,7 @@ enum UserListCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let users = try options.database.existing().users()
+    let users = try options.database.existing(readOnly: true).users()
     let table = Table(
       columns: [.init("ID", alignment: .right), .init("NAME"), .init("AVATAR"), .init("LAST CONNECTED")],
       rows: users.map { [String($0.id), $0.name, $0.avatarURL ?? "", $0.lastConnectedAt ?? "never"] }
@@ -111,7 +111,7 @@ enum PushListCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let pushes = try options.database.existing().pushes(limit: options.limit)
+    let pushes = try options.database.existing(readOnly: true).pushes(limit: options.limit)
     let table = Table(
       columns: [.init("ID", alignment: .right), .init("TO", alignment: .right), .init("MESSAGE", alignment: .right), .init("AT")],
       rows: pushes.map { [String($0.id), String($0.toUserId), String($0.messageId), $0.createdAt] }

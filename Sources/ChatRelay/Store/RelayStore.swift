@@ -66,7 +66,11 @@ public final class RelayStore {
   /// Refuses, changing nothing, a path named like a user's chat file
   /// (`chats-<id>.db`), a file with tables whose `application_id` is not the relay's
   /// (`.schemaMismatch`), and a relay file newer than this binary (`.newerSchema`).
-  public init(path: String) throws {
+  ///
+  /// `readOnly` (the listing commands): opens without creating, migrating or writing
+  /// anything, so a file that is empty, damaged or not the relay's stays as it was.
+  public init(path: String, readOnly: Bool = false) throws {
+    try Self.refuseSpecialFile(path)
     if StoreLocation.userID(fromFileName: path) != nil {
       throw StoreError(
         .badInput, "\(path) is named like a user's chat database (chats-<id>.db); the relay keeps its state in its own file such as \(Self.defaultFileName)",
@@ -74,12 +78,19 @@ public final class RelayStore {
     }
     self.path = path
     do {
-      let db = try Database(path: path, mode: .create)
+      let db = try Database(path: path, mode: readOnly ? .readOnly : .create)
       try Self.checkIdentity(of: db)
       let migrator = Migrator(migrations: RelaySchema.migrations)
       let status = try db.read { try migrator.status(of: $0) }
       let plan = try migrator.plan(for: status)
-      if !plan.isEmpty { _ = try migrator.apply(plan, to: db, owner: nil) }
+      if !plan.isEmpty {
+        guard !readOnly else {
+          throw StoreError(
+            .olderSchema, "\(path) holds no relay data at the current schema ('chat-relay serve' or 'user add' brings it up to date)",
+            path: path)
+        }
+        _ = try migrator.apply(plan, to: db, owner: nil)
+      }
       self.db = db
     } catch {
       throw StoreError.from(error, path: path, doing: "open the relay store", otherwise: .readFailed)
@@ -87,6 +98,15 @@ public final class RelayStore {
   }
 
   deinit { checkpointer?.close() }
+
+  /// Refuses a pipe, socket or device at `path`: opening a pipe would block for ever,
+  /// and the others are not databases (a folder is left to SQLite's own error).
+  public static func refuseSpecialFile(_ path: String) throws {
+    var info = stat()
+    if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
+      throw StoreError(.badInput, "\(path) is not a regular file (a pipe, socket or device); refusing to open it", path: path)
+    }
+  }
 
   /// Moves most of the WAL checkpointing off the calling thread: every
   /// ``commitsPerCheckpoint`` group commits a second connection on a background thread

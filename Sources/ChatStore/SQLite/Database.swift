@@ -64,7 +64,7 @@ public final class Database {
       if path != ":memory:" { try FileSystem.createPrivateFile(atPath: path) }
     }
     let isNewFile = mode == .create && path != ":memory:" && FileSystem.size(atPath: path) == 0
-    foundWAL = mode == .readWrite && path != ":memory:" && (FileSystem.size(atPath: path + "-wal") ?? 0) > 0
+    foundWAL = mode != .readOnly && path != ":memory:" && (FileSystem.size(atPath: path + "-wal") ?? 0) > 0
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(path, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
