@@ -64,11 +64,13 @@ final class Background {
 
   var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
-  /// SIGTERM (or `signal`), then the exit status; SIGKILL after 15 s.
+  /// SIGTERM (or `signal`), then the exit status; SIGKILL after 60 s (a bound, not a
+  /// timing: under a loaded machine a run that just shared its file with `vacuum` took
+  /// over 15 s to close it).
   @discardableResult
   func stop(_ signal: Int32 = SIGTERM) -> Int32 {
     if process.isRunning { kill(process.processIdentifier, signal) }
-    let deadline = Date().addingTimeInterval(15)
+    let deadline = Date().addingTimeInterval(60)
     while process.isRunning && Date() < deadline { usleep(10_000) }
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     process.waitUntilExit()

@@ -467,7 +467,9 @@ public actor SyncEngine {
     while true {
       do {
         return try write()
-      } catch where Self.isBusy(error) && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000)) {
+      } catch where Self.isBusy(error) && !stopping && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000)) {
+        // Stopping (SIGTERM) ends the wait: what was not written is still on the relay,
+        // unacknowledged, and comes again at the next run.
         if !said {
           log("store: another program is writing the file; waiting for it")
           said = true
