@@ -154,7 +154,8 @@ enum EvictCommand: ParsableCommand {
   static func resultText(_ r: EvictionResult, path: String, names: [Int64: String], seconds: Double) -> String {
     var text =
       "\(path): deleted \(r.deletedMessages) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
-      + "in \(r.chunks) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms)"
+      + "in \(r.chunks) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms, "
+      + "99% under \(String(format: "%.1f", r.p99ChunkMillis)) ms, \(r.slowChunks) over 50 ms)"
     text += "\nfreed \(ByteCount.format(r.freedBytes)): \(ByteCount.format(r.sizeBefore)) → \(ByteCount.format(r.sizeAfter))"
     text += " (reclaim: \(r.reclaim.rawValue)\(r.vacuumMillis.map { String(format: ", VACUUM held the lock %.0f ms", $0) } ?? "")) in \(String(format: "%.2f", seconds)) s"
     if let target = r.plan.policy.maxSize, let reached = r.targetReached {
@@ -176,6 +177,7 @@ enum EvictCommand: ParsableCommand {
     .object([
       "dryRun": false, "deletedMessages": .int(r.deletedMessages), "chunks": .int(Int64(r.chunks)),
       "maxChunkMillis": .double((r.maxChunkMillis * 10).rounded() / 10),
+      "p99ChunkMillis": .double((r.p99ChunkMillis * 10).rounded() / 10), "slowChunks": .int(Int64(r.slowChunks)),
       "vacuumMillis": r.vacuumMillis.map { .double($0.rounded()) } ?? .null, "sizeBefore": .int(r.sizeBefore),
       "sizeAfter": .int(r.sizeAfter), "freedBytes": .int(r.freedBytes), "fileSizeAfter": .int(r.fileSizeAfter),
       "reclaim": .string(r.reclaim.rawValue),

@@ -30,6 +30,10 @@ public struct EvictionResult: Sendable {
   public var chunks: Int
   /// The longest time one of them held the write lock, in milliseconds.
   public var maxChunkMillis: Double
+  /// The time 99% of them stayed under, in milliseconds.
+  public var p99ChunkMillis: Double
+  /// How many held the lock longer than 50 ms.
+  public var slowChunks: Int
   /// How long a `VACUUM` held the lock, when one was needed (milliseconds).
   public var vacuumMillis: Double?
   /// Database file and `-wal` before and after (each after a WAL checkpoint).
@@ -93,6 +97,8 @@ public final class Evictor {
   /// passive checkpoint every 16,384 pages (64 MiB; each syncs the file).
   private var walLimit: Int64?
   private var maxChunkMillis = 0.0
+  /// How long each chunk held the lock, in milliseconds.
+  private var chunkMillis: [Double] = []
   /// The search indexes (`mergeSearchIndexes`), and pages per merge step, scaled to the chunk time.
   private var searchIndexes: [String] = []
   private var mergePages = 64
@@ -176,7 +182,8 @@ public final class Evictor {
     }
     return EvictionResult(
       plan: plan, deletedMessages: deleted, deletedByConversation: perConversation, chunks: chunks,
-      maxChunkMillis: maxChunkMillis, vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
+      maxChunkMillis: maxChunkMillis, p99ChunkMillis: percentile99(), slowChunks: chunkMillis.filter { $0 > 50 }.count,
+      vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
       fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1, note: note)
   }
 
@@ -318,6 +325,14 @@ public final class Evictor {
   private func record(_ millis: Double) {
     chunks += 1
     maxChunkMillis = max(maxChunkMillis, millis)
+    chunkMillis.append(millis)
+  }
+
+  /// The chunk time 99% of the chunks stayed under (nearest rank).
+  private func percentile99() -> Double {
+    guard !chunkMillis.isEmpty else { return 0 }
+    let sorted = chunkMillis.sorted()
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
   }
 
   /// Gives the lock away for a moment: briefly (a sixteenth of the chunk, with jitter so a

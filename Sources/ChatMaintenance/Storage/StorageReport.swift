@@ -131,7 +131,10 @@ public struct StorageReport: Sendable {
       let before = try db.int64("PRAGMA data_version")
       let (oldest, newest) = try db.read { db in
         try requireConversationKeys(db)
-        return try db.prepare("SELECT min(id), max(id) FROM Messages").first { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
+        // Two subqueries: SQLite reads min() or max() alone from the b-tree's end, but
+        // both in one SELECT scan the whole table (a quarter of the report's work).
+        return try db.prepare("SELECT (SELECT min(id) FROM Messages), (SELECT max(id) FROM Messages)")
+          .first { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
       }
       let split = oldest / 2 + newest / 2
       let pages = OnAnotherThread { try Database(path: path, mode: .readOnly).read { try Self.btrees($0) } }
@@ -250,22 +253,40 @@ public struct StorageReport: Sendable {
   /// lies on disk).
   static func pass(_ db: Database, after: Int64, upTo: Int64 = .max) throws -> Figures {
     var stats: Figures = [:]
+    var run = (conversation: Int64(0), figures: ConversationFigures(messages: 0, content: 0, minID: 0, maxID: 0))
     // `after` = Int64.min means from the first row (`id > ?1` would leave out an id of Int64.min).
     let lower = after == .min ? "" : "id > ?1 AND "
     try db.prepare("SELECT conversation_id, id, length(CAST(content AS BLOB)) FROM Messages WHERE \(lower)id <= ?2")
       .forEachRow([after, upTo]) { row in
+        let conversation = row.int64(0)
         let id = row.int64(1)
-        // Rows come in id order: the first of a conversation is its oldest, the last its newest.
-        add(&stats[row.int64(0), default: ConversationFigures(messages: 0, content: 0, minID: id, maxID: id)], id: id, bytes: row.int64(2))
+        // Messages come in sessions of one conversation: the run of the current one is
+        // summed here and goes into the dictionary when another conversation's row comes
+        // (a dictionary lookup a row was a fifth of the report's work).
+        if conversation != run.conversation || run.figures.messages == 0 {
+          close(run, into: &stats)
+          run = (conversation, ConversationFigures(messages: 0, content: 0, minID: id, maxID: id))
+        }
+        run.figures.messages += 1
+        run.figures.content += row.int64(2)
+        run.figures.maxID = id
       }
+    close(run, into: &stats)
     return stats
   }
 
-  /// One message into its conversation's figures (one dictionary lookup a row).
-  private static func add(_ s: inout ConversationFigures, id: Int64, bytes: Int64) {
-    s.messages += 1
-    s.content += bytes
-    s.maxID = id
+  /// A run of one conversation's rows into its figures. Rows come in id order: the
+  /// first row of a conversation is its oldest, the last its newest.
+  private static func close(_ run: (conversation: Int64, figures: ConversationFigures), into stats: inout Figures) {
+    guard run.figures.messages > 0 else { return }
+    if var s = stats[run.conversation] {
+      s.messages += run.figures.messages
+      s.content += run.figures.content
+      s.maxID = run.figures.maxID
+      stats[run.conversation] = s
+    } else {
+      stats[run.conversation] = run.figures
+    }
   }
 
   /// The report with `btrees` (from the same snapshot), each conversation's estimated
