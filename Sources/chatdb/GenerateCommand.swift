@@ -130,8 +130,11 @@ enum GenerateCommand: ParsableCommand {
       // One file: the records are made on a thread of their own while this one writes
       // them (a fleet already keeps the cores busy with --jobs files at once).
       let pipelined = options.fleet == nil
-      let summary = try importer.write({ emit in
-        if pipelined { try Pipeline<Record>.run({ produce in try generator.generate(produce) }, into: emit) } else { try generator.generate(emit) }
+      let summary = try importer.write(prepared: { emit in
+        let generate = { @Sendable (produce: (RecordWriter.Prepared) throws -> Void) throws in
+          try generator.generate { try produce(RecordWriter.Prepared($0)) }
+        }
+        if pipelined { try Pipeline<RecordWriter.Prepared>.run(generate, into: emit) } else { try generate(emit) }
       }) { progress.update(completed: $0.records, total: perUser) }
       return FileResult(
         json: .object([

@@ -143,7 +143,7 @@ public final class HistoryImporter {
   /// What the parsing thread hands the writing one: a record with its line and the
   /// input's bytes read so far, or the header or trailer.
   enum Parsed: Sendable {
-    case record(Record, line: Int, bytesRead: Int64)
+    case record(RecordWriter.Prepared, line: Int, bytesRead: Int64)
     case header(HistoryHeader)
     case trailer(HistoryTrailer)
   }
@@ -234,15 +234,17 @@ public final class HistoryImporter {
       guard lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
       return .header(try checkedHeader(parser, owner: owner))
     case .trailer: return .trailer(try parser.trailer())
-    case .user, .message, .request: return .record(try parser.record(kind), line: lineNumber, bytesRead: bytesRead)
+    case .user, .message, .request:
+      // Prepared here, on the parsing thread of a pipelined import.
+      return .record(RecordWriter.Prepared(try parser.record(kind)), line: lineNumber, bytesRead: bytesRead)
     }
   }
 
   /// Writes one record of line `at` into the current batch.
-  private func write(_ record: Record, at line: Int, counting seen: inout HistoryTrailer) throws {
+  private func write(_ record: RecordWriter.Prepared, at line: Int, counting seen: inout HistoryTrailer) throws {
     summary.records += 1
     writer.currentLine = line
-    seen.count(record)
+    seen.count(record.record)
     try writer.insert(record)
   }
 

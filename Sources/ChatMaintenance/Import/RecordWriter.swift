@@ -63,8 +63,9 @@ public final class RecordWriter {
   private let acknowledgedRequest: Statement
   private let advanceStatus: Statement
   private let storedMessage: Statement
-  /// Messages waiting for the multi-row insert, with the line each came from.
-  private var pendingMessages: [(message: Message, line: Int)] = []
+  /// Messages waiting for the multi-row insert, with the line each came from and their
+  /// CJK index text.
+  private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
   /// Ids in `Users`, for the foreign-key rule.
   private var knownUsers: Set<Int64>
 
@@ -115,6 +116,21 @@ public final class RecordWriter {
     search = try SearchIndexUpkeep(database: database)
   }
 
+  /// A record with what the search index needs from it made ahead: a message's CJK
+  /// index text (`SearchIndexUpkeep.segments`). Made where the record is made, on a
+  /// `Pipeline`'s producing thread, it is off the writing thread (4% of its
+  /// instructions in a generate).
+  public struct Prepared: Sendable {
+    public var record: Record
+    /// A message's CJK index text, nil when it has no CJK (or the record is no message).
+    var segments: String?
+
+    public init(_ record: Record) {
+      self.record = record
+      if case .message(let m) = record { segments = SearchIndexUpkeep.segments(m.content) }
+    }
+  }
+
   // MARK: - Generated records
 
   /// Writes generated records straight into the file in batches, as an import of
@@ -125,6 +141,15 @@ public final class RecordWriter {
   /// `.badInput`; the batches before it stay committed.
   public func write(
     _ produce: ((Record) throws -> Void) throws -> Void, progress: @escaping (ImportSummary) -> Void = { _ in }
+  ) throws -> ImportSummary {
+    try write(
+      prepared: { emit in try withoutActuallyEscaping(emit) { emit in try produce { try emit(Prepared($0)) } } },
+      progress: progress)
+  }
+
+  /// `write` for records prepared where they were made (see `Prepared`).
+  public func write(
+    prepared produce: ((Prepared) throws -> Void) throws -> Void, progress: @escaping (ImportSummary) -> Void = { _ in }
   ) throws -> ImportSummary {
     generated = true
     defer { generated = false }
@@ -239,8 +264,8 @@ public final class RecordWriter {
   }
 
   /// Inserts one record in the current batch; a record the file already holds changes nothing.
-  func insert(_ record: Record) throws {
-    switch record {
+  func insert(_ prepared: Prepared) throws {
+    switch prepared.record {
     case .user(let u):
       try insertUser.bind(u.id, at: 1)
       try insertUser.bind(u.name, at: 2)
@@ -259,9 +284,9 @@ public final class RecordWriter {
       try requireUser(m.toUserID, "toUserId")
       if options.skipBadRecords {
         // Each record is judged on its own, so each is inserted on its own.
-        try insertOne(m, line: currentLine)
+        try insertOne(m, line: currentLine, segments: prepared.segments)
       } else {
-        pendingMessages.append((m, currentLine))
+        pendingMessages.append((m, currentLine, prepared.segments))
         if pendingMessages.count == Self.rowsPerInsert { try flushMessages() }
       }
     case .request(let r):
@@ -304,13 +329,13 @@ public final class RecordWriter {
   }
 
   /// Inserts one message; a message already there can only move its status forward.
-  private func insertOne(_ m: Message, line: Int) throws {
+  private func insertOne(_ m: Message, line: Int, segments: String?) throws {
     try bind(m, to: insertMessage, at: 0)
     try insertMessage.step()
     insertMessage.reset()
     if db.changes > 0 {
       summary.messages += 1
-      try noteInserted(m)
+      try noteInserted(m, segments: segments)
     } else if try !settleExisting(m, line: line) {
       summary.unchanged += 1
     }
@@ -340,7 +365,7 @@ public final class RecordWriter {
     guard !pendingMessages.isEmpty else { return }
     defer { pendingMessages.removeAll(keepingCapacity: true) }
     guard pendingMessages.count == Self.rowsPerInsert else {
-      for (m, line) in pendingMessages { try insertOne(m, line: line) }
+      for (m, line, segments) in pendingMessages { try insertOne(m, line: line, segments: segments) }
       return
     }
     for (index, item) in pendingMessages.enumerated() { try bind(item.message, to: insertMessages, at: Int32(index * 8)) }
@@ -349,7 +374,7 @@ public final class RecordWriter {
     let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {
-      for (m, _) in pendingMessages { try noteInserted(m) }
+      for (m, _, segments) in pendingMessages { try noteInserted(m, segments: segments) }
       return
     }
     // Some were already in the file: their conversations' summaries are recomputed,
@@ -357,19 +382,19 @@ public final class RecordWriter {
     // statement inserted has the same status and is left alone).
     if inserted > 0 {
       let new = Set(insertedIDs)
-      for (m, _) in pendingMessages {
+      for (m, _, segments) in pendingMessages {
         summaries.changed(conversation: m.conversationID(owner: owner))
-        if new.contains(m.id) { try search.insertedMessage(id: m.id, content: m.content) }
+        if new.contains(m.id) { try search.insertedMessage(id: m.id, segments: segments) }
       }
     }
     var advanced: Int64 = 0
-    for (m, line) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
+    for (m, line, _) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
     summary.unchanged += Int64(pendingMessages.count) - inserted - advanced
   }
 
   /// A message this writer inserted, for the conversation summaries and the search indexes.
-  private func noteInserted(_ m: Message) throws {
-    try search.insertedMessage(id: m.id, content: m.content)
+  private func noteInserted(_ m: Message, segments: String?) throws {
+    try search.insertedMessage(id: m.id, segments: segments)
     let conversation = m.conversationID(owner: owner)
     summaries.inserted(
       conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)
