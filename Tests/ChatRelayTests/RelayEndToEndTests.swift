@@ -169,13 +169,20 @@ final class Server {
   func stop() -> Int32 {
     guard !stopped else { return process.terminationStatus }
     stopped = true
-    process.terminate()
-    let deadline = Date().addingTimeInterval(10)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    return process.terminationStatus
+    return terminate(process)
   }
+}
+
+/// Stops a relay: SIGTERM, then its exit status; SIGKILL when it is still running after
+/// 10 s (a bound, so a relay that ignores SIGTERM fails its test instead of hanging it).
+@discardableResult
+func terminate(_ process: Process) -> Int32 {
+  process.terminate()
+  let deadline = Date().addingTimeInterval(10)
+  while process.isRunning && Date() < deadline { usleep(10_000) }
+  if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  process.waitUntilExit()
+  return process.terminationStatus
 }
 
 /// Written by the reader thread before `ready` is signalled, read after the wait.

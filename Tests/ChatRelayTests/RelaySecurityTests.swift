@@ -193,11 +193,7 @@ final class LoggedServer {
   func stop() {
     guard !stopped else { return }
     stopped = true
-    process.terminate()
-    let deadline = Date().addingTimeInterval(10)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
+    terminate(process)
   }
 
   deinit { stop() }

@@ -171,6 +171,29 @@ func chatdbCheck(_ db: String) throws {
     }
   }
 
+  /// A file without `Messages_unread` (dropped by hand, or by `chatdb index`): `run`
+  /// still receives and acknowledges, where its `INDEXED BY` failed with "no such index".
+  @Test func runWorksOnAFileWithoutTheUnreadIndex() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      let first = try b.cli(["run", "--once"])
+      try #require(first.status == 0, "\(first.stderr)")
+      try Database(path: b.db).execute("DROP INDEX Messages_unread")
+      #expect(try a.cli(["send", "--to", "2", "hello"]).status == 0)
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      for _ in 0..<2 {  // the second run acknowledges on connect what the first received
+        let run = try b.cli(["run", "--once"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(!run.stderr.contains("no such index"), "\(run.stderr)")
+      }
+      #expect(try b.messages("from_user_id = 1").map(\.content) == ["hello"])
+      #expect(try b.count("SELECT count(*) FROM sqlite_schema WHERE name = 'Messages_unread'") == 0)
+    }
+  }
+
   /// docs/protocol.md: a token rotated while the relay serves stops working at the next
   /// request; the client says so with 77 and keeps its outbox, and the new token works.
   @Test func aRotatedTokenIsRefusedAtOnceAndTheNewOneWorks() async throws {

@@ -22,7 +22,10 @@ checks what the issue asks:
     the rows are those of a run that was never killed.
 Prints one line per command with its kill count and a summary; exits 1 on any failure.
 """
-import argparse, hashlib, json, os, random, shutil, signal, sqlite3, subprocess, sys, time
+import argparse, os, random, shutil, signal, subprocess, sys, time
+
+from common import CHATDB_EXIT_CODES as DOCUMENTED, MESSAGES, OUTBOX, Chatdb, check_export, check_full, check_rerun, copy_db, \
+    digest, make_inputs
 
 p = argparse.ArgumentParser()
 p.add_argument("--chatdb", required=True)
@@ -32,7 +35,6 @@ p.add_argument("--seed", type=int, required=True)
 p.add_argument("--messages", type=int, required=True)
 p.add_argument("--faults", action="store_true")
 a = p.parse_args()
-DOCUMENTED = {0, 1, 2, 3, 4, 6, 10, 11, 12, 13, 14, 15, 16, 64, 65, 66, 74, 75, 77}
 rng = random.Random(a.seed)
 chatdb = a.chatdb
 shutil.rmtree(a.work, ignore_errors=True)
@@ -40,78 +42,12 @@ os.makedirs(a.work)
 failures = []
 
 
-def run(args, check=True, timeout=600):
-    r = subprocess.run([chatdb] + args, capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"chatdb {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
-    return r
-
-
-def path(*parts):
-    return os.path.join(a.work, *parts)
-
-
-def remove_db(f):
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(f + suffix):
-            os.remove(f + suffix)
-
-
-def copy_db(src, dst):
-    remove_db(dst)
-    shutil.copyfile(src, dst)
-
-
-def query(f, sql):
-    con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def digest(f, sql):
-    return hashlib.sha256(repr(query(f, sql)).encode()).hexdigest()
-
-
-# The outbox as the user wrote it: the columns every schema version has.
-OUTBOX = "SELECT request_id, to_user_id, content, status, fail_count FROM MessageRequests ORDER BY request_id"
-MESSAGES = "SELECT id, from_user_id, to_user_id, content, status, created_at FROM Messages ORDER BY id"
-
-
-def version(f):
-    r = run(["migrate", "status", "--db", f, "--json"])
-    return json.loads(r.stdout)["files"][0]["result"]["version"]
-
+tool = Chatdb(chatdb, a.work)
+run, path, version = tool.run, tool.path, tool.version
 
 # --- Inputs, made once (untimed) -------------------------------------------------
-base = path("base", "chats-1.db")
-os.makedirs(path("base"))
-run(["generate", "--db", base, "--contacts", "60", "--messages", str(a.messages), "--seed", "7", "--pending", "40",
-     "--failed", "10"])
-export = path("base", "history.ndjson.zst")
-run(["export", "--db", base, "-o", export])
-# A version-1 file with the same rows, for migrate (what an old install holds), made as
-# the fleet bench makes its version-1 files.
-os.makedirs(path("base", "template"))
-template = path("base", "template", "chats-1.db")
-run(["migrate", "--db", template, "--to", "1"])
-subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench.d", "fleet_v1.py"),
-                template, path("base"), path("base", "v1")], check=True)
-v1 = path("base", "v1", "chats-1.db")
-# A file missing two of its indexes, for index apply.
-os.makedirs(path("base", "noindex"))
-noindex = path("base", "noindex", "chats-1.db")
-copy_db(base, noindex)
-con = sqlite3.connect(noindex, isolation_level=None)
-con.execute("DROP INDEX Messages_by_created_at")
-con.execute("DROP INDEX Messages_unread")
-con.close()
-
-cutoff_now = query(base, "SELECT created_at FROM Messages ORDER BY id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM Messages)")[0][0]
-# "now" 30 days after the median message: --older-than 30d removes the older half.
-now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.mktime(time.strptime(cutoff_now[:19], "%Y-%m-%dT%H:%M:%S"))
-                                                        - time.timezone + 30 * 86400))
+base, export, v1, noindex, now = make_inputs(tool, ["--contacts", "60", "--messages", str(a.messages), "--seed", "7",
+                                                    "--pending", "40", "--failed", "10"])
 
 # Each command: (name, source file or None for a new file, arguments with {db}, what a
 # finished run leaves (checked against the killed-then-rerun file), whether it may
@@ -153,23 +89,15 @@ def check_after(name, db, outbox_before, killed_at):
     where = (f"{name} with {killed_at:.1%} of I/O calls failing" if a.faults else f"{name}, killed at {killed_at * 1000:.0f} ms")
     problems_here = []
     if os.path.exists(db):
-        r = run(["check", "--full", "--db", db], check=False)
-        # Clean, or (index apply) the findings the file had before: never new ones.
-        if r.returncode != 0 and not (name == "index apply" and r.returncode == 4 and "schema-missing" in r.stdout):
-            problems_here.append(f"check --full exited {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+        check_full(tool, name, db, problems_here)
         try:
-            v = version(db)
+            version(db)
             if outbox_before is not None and digest(db, OUTBOX) != outbox_before:
                 problems_here.append("the outbox changed")
         except Exception as e:  # noqa: BLE001
             problems_here.append(f"migrate status failed: {e}")
     # Outputs: either absent or complete.
-    for out in (db + ".ndjson.zst",):
-        if os.path.exists(out):
-            z = subprocess.run(["zstd", "-t", "-q", out], capture_output=True)
-            tail = subprocess.run(f"zstd -dc '{out}' | tail -n 1", shell=True, capture_output=True, text=True)
-            if z.returncode != 0 or '"type":"trailer"' not in tail.stdout:
-                problems_here.append(f"{out} exists but is not a complete export")
+    check_export(db + ".ndjson.zst", problems_here)
     copy = db + ".copy"
     if os.path.exists(copy):
         r = run(["check", "--full", "--db", copy], check=False)
@@ -185,23 +113,7 @@ def check_after(name, db, outbox_before, killed_at):
     if r.returncode != 0:
         problems_here.append(f"the re-run exited {r.returncode}: {r.stderr.strip()[:300]}")
     else:
-        r = run(["check", "--full", "--db", db], check=False)
-        if r.returncode != 0:
-            problems_here.append(f"after the re-run, check --full exited {r.returncode}")
-        got = (digest(db, MESSAGES), digest(db, OUTBOX), version(db))
-        if name == "evict --max-size":
-            # A size target is planned from the file as it is: after a cut-short run the
-            # re-run plans from a file with fewer messages and unreclaimed pages, so the
-            # messages it keeps may differ. Its job is the size: the file ends under it.
-            target = os.path.getsize(base) // 2
-            pages = query(db, "SELECT (SELECT page_count FROM pragma_page_count) - (SELECT freelist_count FROM pragma_freelist_count), "
-                              "(SELECT page_size FROM pragma_page_size)")[0]
-            if pages[0] * pages[1] > target:
-                problems_here.append(f"after the re-run the file uses {pages[0] * pages[1]} bytes, over the target {target}")
-            got = (reference[name][0],) + got[1:]
-        if got != reference[name]:
-            which = [w for w, x, y in zip(("messages", "outbox", "version"), got, reference[name]) if x != y]
-            problems_here.append(f"after the re-run the file differs from an uninterrupted run: {', '.join(which)}")
+        check_rerun(tool, name, db, reference[name], os.path.getsize(base) // 2, problems_here)
     for text in problems_here:
         failures.append(f"{where}: {text}")
         print(f"   FAIL: {where}: {text}", file=sys.stderr)

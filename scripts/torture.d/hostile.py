@@ -17,6 +17,8 @@ any failure.
 """
 import argparse, hashlib, json, os, shutil, sqlite3, stat, subprocess, sys
 
+from common import CHATDB_EXIT_CODES as DOCUMENTED, PAGE, damage_cases, wal_of
+
 p = argparse.ArgumentParser()
 p.add_argument("--chatdb", required=True)
 p.add_argument("--work", required=True)
@@ -25,8 +27,6 @@ chatdb = a.chatdb
 shutil.rmtree(a.work, ignore_errors=True)
 os.makedirs(a.work)
 failures = []
-
-DOCUMENTED = {0, 1, 2, 3, 4, 6, 10, 11, 12, 13, 14, 15, 16, 64, 65, 66, 74, 75, 77}
 
 
 def run(args, timeout=20):
@@ -50,13 +50,8 @@ subprocess.run([chatdb, "migrate", "--db", other, "--to", "1"], check=True, capt
 con = sqlite3.connect(other)
 con.execute("CREATE TABLE t (x)")
 con.commit()
-con.execute("PRAGMA journal_mode = WAL")
-con.execute("PRAGMA wal_autocheckpoint = 0")
-con.execute("INSERT INTO t VALUES (randomblob(5000))")
-con.commit()
-other_wal = open(other + "-wal", "rb").read()
 con.close()
-page = 4096
+other_wal = wal_of(other, "INSERT INTO t VALUES (randomblob(5000));")
 size = os.path.getsize(good)
 
 
@@ -65,12 +60,6 @@ def damaged(name, make):
     os.makedirs(folder)
     make(os.path.join(folder, "chats-1.db"))
     return folder
-
-
-def write_at(f, offset, data):
-    with open(f, "r+b") as h:
-        h.seek(offset)
-        h.write(data)
 
 
 def newer(f):
@@ -88,16 +77,7 @@ def link_out(f):
 
 
 CASES = {
-    "empty file": lambda f: open(f, "wb").close(),
-    "text file": lambda f: open(f, "w").write("this is not a database\n" * 100),
-    "folder": lambda f: os.mkdir(f),
-    "fifo": lambda f: os.mkfifo(f),
-    "truncated": lambda f: (shutil.copyfile(good, f), os.truncate(f, size // 3)),
-    "overwritten header": lambda f: (shutil.copyfile(good, f), write_at(f, 0, b"\xff" * 100)),
-    "overwritten b-tree pages": lambda f: (shutil.copyfile(good, f),
-                                           [write_at(f, page * n, os.urandom(page)) for n in range(3, size // page, 7)]),
-    "garbage -wal": lambda f: (shutil.copyfile(good, f), open(f + "-wal", "wb").write(os.urandom(40000))),
-    "-wal of another database": lambda f: (shutil.copyfile(good, f), open(f + "-wal", "wb").write(other_wal)),
+    **damage_cases(good, other_wal, range(3, size // PAGE, 7)),
     "symlink out of the folder": link_out,
     "newer schema": newer,
 }

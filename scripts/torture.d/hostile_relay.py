@@ -24,6 +24,8 @@ failure.
 """
 import argparse, concurrent.futures, hashlib, os, re, shutil, signal, sqlite3, stat, subprocess, sys, time, urllib.error, urllib.request
 
+from common import PAGE, damage_cases, wal_of
+
 p = argparse.ArgumentParser()
 p.add_argument("--bin", required=True)
 p.add_argument("--work", required=True)
@@ -104,19 +106,7 @@ for uid in range(1, 13):
         sys.exit(f"Error: cannot make the good relay file: {r.stderr.strip()}")
 if os.path.exists(good + "-wal"):
     sys.exit("Error: the good relay file kept a -wal after the relay closed it")
-page = 4096
 size = os.path.getsize(good)
-
-
-def wal_of(path, change):
-    """The -wal a connection leaves on `path` after `change`, copied before it closes."""
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA journal_mode = WAL")
-    con.execute("PRAGMA wal_autocheckpoint = 0")
-    con.executescript(change)
-    data = open(path + "-wal", "rb").read()
-    con.close()
-    return data
 
 
 # The -wal of another SQLite database (not a relay file), and of another relay file.
@@ -128,12 +118,6 @@ other_relay_wal = wal_of(os.path.join(a.work, "other-relay.db"), "UPDATE RelayUs
 def outside(f):
     """Where the link of run folder RUN/data/relay.db leads: RUN/outside/relay.db."""
     return os.path.join(os.path.dirname(os.path.dirname(f)), "outside", "relay.db")
-
-
-def write_at(f, offset, data):
-    with open(f, "r+b") as h:
-        h.seek(offset)
-        h.write(data)
 
 
 def newer(f):
@@ -153,16 +137,7 @@ def link(f):
 
 
 CASES = {
-    "empty file": lambda f: open(f, "wb").close(),
-    "text file": lambda f: open(f, "w").write("this is not a database\n" * 100),
-    "folder": lambda f: os.mkdir(f),
-    "fifo": lambda f: os.mkfifo(f),
-    "truncated": lambda f: (shutil.copyfile(good, f), os.truncate(f, size // 3)),
-    "overwritten header": lambda f: (shutil.copyfile(good, f), write_at(f, 0, b"\xff" * 100)),
-    "overwritten b-tree pages": lambda f: (shutil.copyfile(good, f),
-                                           [write_at(f, page * n, os.urandom(page)) for n in range(2, size // page, 3)]),
-    "garbage -wal": lambda f: (shutil.copyfile(good, f), open(f + "-wal", "wb").write(os.urandom(40000))),
-    "-wal of another database": lambda f: (shutil.copyfile(good, f), open(f + "-wal", "wb").write(other_wal)),
+    **damage_cases(good, other_wal, range(2, size // PAGE, 3)),
     "-wal of another relay file": lambda f: (shutil.copyfile(good, f), open(f + "-wal", "wb").write(other_relay_wal)),
     "symlink": link,
     "newer schema": newer,

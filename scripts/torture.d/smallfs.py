@@ -32,7 +32,9 @@ Then the filler is deleted and, as in crash.py:
 Prints one line per command (runs, how many hit the full disk, exit codes seen) and a
 summary; exits 1 on any failure, printing the case.
 """
-import argparse, hashlib, json, os, random, shutil, sqlite3, subprocess, sys, threading, time
+import argparse, os, random, shutil, sqlite3, subprocess, sys, threading, time
+
+from common import MESSAGES, OUTBOX, Chatdb, check_export, check_full, check_rerun, copy_db, digest, make_inputs
 
 p = argparse.ArgumentParser()
 p.add_argument("--chatdb", required=True)
@@ -87,49 +89,9 @@ if why is not None:
 failures = []
 
 
-def path(*parts):
-    return os.path.join(work, *parts)
-
-
-def run(args, check=True, timeout=600, env=None):
-    r = subprocess.run([chatdb] + args, capture_output=True, text=True, timeout=timeout, env=env,
-                       stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"chatdb {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
-    return r
-
-
-def remove_db(f):
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(f + suffix):
-            os.remove(f + suffix)
-
-
-def copy_db(src, dst):
-    remove_db(dst)
-    shutil.copyfile(src, dst)
-
-
-def query(f, sql):
-    con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def digest(f, sql):
-    return hashlib.sha256(repr(query(f, sql)).encode()).hexdigest()
-
-
-OUTBOX = "SELECT request_id, to_user_id, content, status, fail_count FROM MessageRequests ORDER BY request_id"
-MESSAGES = "SELECT id, from_user_id, to_user_id, content, status, created_at FROM Messages ORDER BY id"
+tool = Chatdb(chatdb, work)
+run, path, version = tool.run, tool.path, tool.version
 COLUMNS = "id, from_user_id, to_user_id, content, status, created_at"
-
-
-def version(f):
-    r = run(["migrate", "status", "--db", f, "--json"])
-    return json.loads(r.stdout)["files"][0]["result"]["version"]
 
 
 def available():
@@ -175,27 +137,7 @@ messages = 20000 if a.long else 4000
 contacts = 40
 runs_per_command = a.runs or (8 if a.long else 4)
 gen_args = ["--contacts", str(contacts), "--seed", "7", "--pending", "40", "--failed", "10"]
-os.makedirs(path("base"))
-base = path("base", "chats-1.db")
-run(["generate", "--db", base, "--messages", str(messages)] + gen_args)
-export = path("base", "history.ndjson.zst")
-run(["export", "--db", base, "-o", export])
-os.makedirs(path("base", "template"))
-template = path("base", "template", "chats-1.db")
-run(["migrate", "--db", template, "--to", "1"])
-subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench.d", "fleet_v1.py"),
-                template, path("base"), path("base", "v1")], check=True)
-v1 = path("base", "v1", "chats-1.db")
-os.makedirs(path("base", "noindex"))
-noindex = path("base", "noindex", "chats-1.db")
-copy_db(base, noindex)
-con = sqlite3.connect(noindex, isolation_level=None)
-con.execute("DROP INDEX Messages_by_created_at")
-con.execute("DROP INDEX Messages_unread")
-con.close()
-median = query(base, "SELECT created_at FROM Messages ORDER BY id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM Messages)")[0][0]
-now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.mktime(time.strptime(median[:19], "%Y-%m-%dT%H:%M:%S"))
-                                                        - time.timezone + 30 * 86400))
+base, export, v1, noindex, now = make_inputs(tool, ["--messages", str(messages)] + gen_args)
 # An existing file holding the newer half: import puts the older half back.
 os.makedirs(path("base", "half"))
 half = path("base", "half", "chats-1.db")
@@ -381,9 +323,7 @@ try:
             if n.startswith("filler"):
                 os.remove(os.path.join(mnt, n))
         if os.path.exists(db):
-            r = run(["check", "--full", "--db", db], check=False)
-            if r.returncode != 0 and not (name == "index apply" and r.returncode == 4 and "schema-missing" in r.stdout):
-                problems.append(f"check --full exited {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+            check_full(tool, name, db, problems)
             try:
                 version(db)
                 if outbox_before is not None and digest(db, OUTBOX) != outbox_before:
@@ -393,11 +333,8 @@ try:
                 problems.append(f"reading the file failed: {e}")
         elif source:
             problems.append("the database is gone")
-        if out and out.endswith(".zst") and os.path.exists(out):
-            z = subprocess.run(["zstd", "-t", "-q", out], capture_output=True)
-            tail = subprocess.run(f"zstd -dc '{out}' | tail -n 1", shell=True, capture_output=True, text=True)
-            if z.returncode != 0 or '"type":"trailer"' not in tail.stdout:
-                problems.append(f"{out} exists but is not a complete export")
+        if out and out.endswith(".zst"):
+            check_export(out, problems)
         if out and out.endswith(".copy") and os.path.exists(out):
             r = run(["check", "--full", "--db", out], check=False)
             if r.returncode != 0 or digest(out, MESSAGES) != reference[name][0]:
@@ -416,19 +353,7 @@ try:
         if r.returncode != 0:
             problems.append(f"the re-run exited {r.returncode}: {r.stderr.strip()[:300]}")
         else:
-            r = run(["check", "--full", "--db", db], check=False)
-            if r.returncode != 0:
-                problems.append(f"after the re-run, check --full exited {r.returncode}")
-            got = (digest(db, MESSAGES), digest(db, OUTBOX), version(db))
-            if name == "evict --max-size":
-                pages = query(db, "SELECT (SELECT page_count FROM pragma_page_count) - "
-                                  "(SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size)")[0]
-                if pages[0] * pages[1] > max_size:
-                    problems.append(f"after the re-run the file uses {pages[0] * pages[1]} bytes, over the target {max_size}")
-                got = (reference[name][0],) + got[1:]
-            if got != reference[name]:
-                which = [w for w, x, y in zip(("messages", "outbox", "version"), got, reference[name]) if x != y]
-                problems.append(f"after the re-run the file differs from an uninterrupted run: {', '.join(which)}")
+            check_rerun(tool, name, db, reference[name], max_size, problems)
             if out and not os.path.exists(out):
                 problems.append(f"after the re-run there is no {out}")
         for text in problems:

@@ -59,16 +59,25 @@ extension ChatRepository {
 
   /// Incoming messages the relay has not confirmed as delivered (still `SYNCED` here),
   /// oldest first: what the client acknowledges on every (re)connect.
+  ///
+  /// `Messages_unread` holds exactly the unread incoming messages, so walking it reads a
+  /// few entries; left to itself the planner walks the whole table by id instead
+  /// (`SEARCH Messages USING INTEGER PRIMARY KEY (rowid>?)`), hence `INDEXED BY`. A file
+  /// without the index (dropped by hand or by `chatdb index`) is read by that walk: the
+  /// same rows, where `INDEXED BY` would fail with "no such index". The check and the
+  /// query share one read transaction, so they see the same schema.
   public func unacknowledgedIncoming(after: Int64 = 0, limit: Int = 500) throws -> [Int64] {
     try database.read { db in
-      try db.query(
-        """
-        SELECT id FROM Messages INDEXED BY Messages_unread
-        WHERE status <> 'READ' AND from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?
-        """, [after, limit]
-      ) { $0.int64(0) }
+      let indexed = try db.int64(Self.hasUnreadIndexSQL) == 1
+      return try db.query(indexed ? Self.unacknowledgedByIndexSQL : Self.unacknowledgedSQL, [after, limit]) { $0.int64(0) }
     }
   }
+
+  static let hasUnreadIndexSQL = "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'Messages_unread'"
+  static let unacknowledgedWhere =
+    "WHERE status <> 'READ' AND from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?"
+  static let unacknowledgedByIndexSQL = "SELECT id FROM Messages INDEXED BY Messages_unread " + unacknowledgedWhere
+  static let unacknowledgedSQL = "SELECT id FROM Messages " + unacknowledgedWhere
 
   /// The relay confirmed it has these incoming messages' delivery: `SYNCED` → `DELIVERED`
   /// (a message already read stays read).

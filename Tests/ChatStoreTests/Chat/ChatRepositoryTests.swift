@@ -210,6 +210,37 @@ import Testing
   }
 }
 
+/// `unacknowledgedIncoming` (what chat-sync acknowledges on every connect) walks
+/// `Messages_unread` by `INDEXED BY`, and reads the same rows from a file without it.
+@Suite struct UnacknowledgedIncomingTests {
+  func plan(_ sql: String, _ db: Database) throws -> [String] {
+    try db.prepare("EXPLAIN QUERY PLAN " + sql).map([Int64(0), Int64(500)]) { $0.string(3) }
+  }
+
+  /// Why `INDEXED BY` stays: left to itself the planner walks Messages by id.
+  @Test func theIndexIsNamedBecauseThePlannerWouldWalkTheTable() throws {
+    let f = try ChatFixture()
+    let db = f.chats.database
+    #expect(try plan(ChatRepository.unacknowledgedByIndexSQL, db).contains { $0.contains("INDEX Messages_unread") })
+    #expect(try !plan(ChatRepository.unacknowledgedSQL, db).contains { $0.contains("Messages_unread") })
+  }
+
+  @Test func aFileWithoutTheUnreadIndexGivesTheSameMessages() throws {
+    let f = try ChatFixture()
+    try f.chats.receive([
+      f.incoming(f.relayID(1), from: 2), f.incoming(f.relayID(2), from: 3), f.outgoing(f.relayID(3), to: 2),
+      f.incoming(f.relayID(4), from: 2, status: .delivered), f.incoming(f.relayID(5), from: 4),
+    ])
+    let expected = [f.relayID(1), f.relayID(2), f.relayID(5)]
+    #expect(try f.chats.unacknowledgedIncoming() == expected)
+    try f.chats.database.execute("DROP INDEX Messages_unread")
+    #expect(try f.chats.unacknowledgedIncoming() == expected)
+    #expect(try f.chats.unacknowledgedIncoming(after: f.relayID(1), limit: 1) == [f.relayID(2)])
+    try f.chats.confirmDelivered(expected)
+    #expect(try f.chats.unacknowledgedIncoming().isEmpty)
+  }
+}
+
 @Suite struct ConversationListTests {
   @Test func orderedByLastActivityWithPendingRequestsCounting() throws {
     let f = try ChatFixture()
