@@ -277,7 +277,11 @@ public final class Evictor {
 
     init(_ db: Database) throws {
       self.db = db
-      unread = try db.prepare(HotQuery.unreadInIDRange.sql)
+      // A file without the unread index (dropped by hand or by `chatdb index`) is read
+      // by a walk of the chunk's id range: the same rows, where `INDEXED BY` would fail.
+      let indexed = try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'Messages_unread'") == 1
+      let sql = HotQuery.unreadInIDRange.sql
+      unread = try db.prepare(indexed ? sql : sql.replacingOccurrences(of: " INDEXED BY Messages_unread", with: ""))
       newest = try db.prepare(HotQuery.summariesWithNewestInIDRange.sql)
       delete = try db.prepare(HotQuery.deleteIDRange.sql)
     }

@@ -100,6 +100,21 @@ import Testing
     #expect(try db.string("PRAGMA integrity_check") == "ok")
   }
 
+  @Test func aFileWithoutTheUnreadIndexIsEvictedTheSame() throws {
+    // `Messages_unread` dropped by hand (or by `chatdb index`): the age cutoff's chunks
+    // read the unread messages by a walk of their id range instead (INDEXED BY failed
+    // with "no such index"), and the summaries stay the list computed from the tables.
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    try fill(db, messages: 3_000)
+    try db.execute("DROP INDEX Messages_unread")
+    let policy = Self.policy { $0.olderThan = EvictionPolicy.age("30d") }
+    let older = try db.int64("SELECT count(*) FROM Messages WHERE created_at < ?", [try #require(policy.cutoff)]) ?? 0
+    let result = try Self.evict(db, policy)
+    #expect(older > 0 && result.deletedMessages == older)
+    #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
+  }
+
   @Test func theSamePolicyTwiceChangesNothingMore() throws {
     let folder = try HistoryFolder()
     let db = try folder.database()
