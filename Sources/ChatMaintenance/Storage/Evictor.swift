@@ -89,12 +89,13 @@ public final class Evictor {
   private var lastDataVersion: Int64 = 0
   private var lastContention: Double = -1e9
   private var chunks = 0
-  /// A rough count of pages written to the WAL since the last checkpoint.
-  private var pagesSinceCheckpoint: Int64 = 0
+  /// The WAL's length in frames at the last passive checkpoint (`Database.walFrames`).
+  private var framesAtCheckpoint = 0
   /// On a nearly full disk (a quarter of the free space under 64 MiB), the most WAL
   /// to let grow: eviction is what a user runs on a full disk, and the WAL is what it
   /// needs room for (the pages it frees are reused, the file does not grow). Nil: a
-  /// passive checkpoint every 16,384 pages (64 MiB; each syncs the file).
+  /// passive checkpoint whenever the WAL has grown by 16,384 pages (64 MiB; each
+  /// syncs the file).
   private var walLimit: Int64?
   private var maxChunkMillis = 0.0
   /// How long each chunk held the lock, in milliseconds.
@@ -125,8 +126,10 @@ public final class Evictor {
       try? db.execute("DROP TABLE IF EXISTS temp.chatdb_evict_bounds")
       try? settings.restore()
     }
-    // Checkpoints run between chunks (`checkpointIfDue`), never inside a chunk's timing.
+    // Checkpoints run between chunks (`pause`), never inside a chunk's timing, when the
+    // WAL has grown enough (counted at each commit: `restore` sets SQLite's own back).
     try settings.set("wal_autocheckpoint", 0)
+    db.countWALFrames()
     // Each chunk keeps the conversation summaries itself, from what it deleted.
     try settings.disableTriggers()
     let summaries = try ConversationSummaryUpkeep(database: db)
@@ -321,7 +324,6 @@ public final class Evictor {
     }
     let millis = Self.now() - locked
     record(millis)
-    pagesSinceCheckpoint += Int64(changed) / 20 + 1
     try pause(after: millis)
     return (changed, millis)
   }
@@ -360,9 +362,13 @@ public final class Evictor {
         try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         record(Self.now() - start)
       }
-    } else if pagesSinceCheckpoint >= 16_384 {
-      pagesSinceCheckpoint = 0
-      try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    } else {
+      // A WAL shorter than at the last checkpoint started again from its beginning.
+      if db.walFrames < framesAtCheckpoint { framesAtCheckpoint = 0 }
+      if db.walFrames - framesAtCheckpoint >= 16_384 {
+        try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        framesAtCheckpoint = db.walFrames
+      }
     }
     let left = pause - (Self.now() - now)
     if left > 0 { usleep(useconds_t(left * 1000)) }
@@ -413,7 +419,6 @@ public final class Evictor {
           try db.execute("PRAGMA incremental_vacuum(\(pages))")
           return 0
         }
-        pagesSinceCheckpoint += pages * 2
         if options.fixedChunkRows == nil {
           pages = Int64(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))
         }

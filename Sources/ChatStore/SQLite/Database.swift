@@ -46,6 +46,9 @@ public final class Database {
   /// checkpointing, so a command that fails or only reads leaves the file and the `-wal`
   /// as they were. A writer that opens the file next checkpoints it as usual.
   private let foundWAL: Bool
+  /// The WAL's length in frames after this connection's last commit, kept by a WAL hook
+  /// once `countWALFrames()` was called.
+  private var walFrameCount: UnsafeMutablePointer<Int32>?
 
   /// How long a statement waits for another connection's lock before failing with
   /// `SQLITE_BUSY`, in milliseconds.
@@ -105,7 +108,30 @@ public final class Database {
     statementCache.removeAll()
     if foundWAL && sqlite3_total_changes64(handle) == 0 { _ = chatdb_sqlite3_no_checkpoint_on_close(handle) }
     sqlite3_close_v2(handle)
+    walFrameCount?.deallocate()
   }
+
+  // MARK: - The WAL
+
+  /// Starts counting the frames in the WAL at each commit (`walFrames`), with a
+  /// `sqlite3_wal_hook`. The hook takes the place of SQLite's automatic checkpoints on
+  /// this connection until `PRAGMA wal_autocheckpoint` sets them again: for a job that
+  /// checkpoints by itself. See <https://sqlite.org/c3ref/wal_hook.html>.
+  public func countWALFrames() {
+    if walFrameCount == nil { walFrameCount = .allocate(capacity: 1) }
+    walFrameCount!.pointee = 0
+    sqlite3_wal_hook(
+      handle,
+      { context, _, _, frames in
+        context?.assumingMemoryBound(to: Int32.self).pointee = frames
+        return SQLITE_OK
+      }, walFrameCount)
+  }
+
+  /// The WAL's length in frames (pages) after this connection's last commit: it grows
+  /// with each commit and starts again from 0 after a checkpoint that copied it all.
+  /// 0 before `countWALFrames()`.
+  public var walFrames: Int { Int(walFrameCount?.pointee ?? 0) }
 
   // MARK: - Errors
 
