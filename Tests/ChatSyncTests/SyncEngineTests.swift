@@ -117,6 +117,37 @@ import Testing
     }
   }
 
+  /// Issue 14: `chat-sync run` took over 15 s to exit after SIGTERM, waiting for a POST
+  /// whose answer never came. `stop()` cancels it; the request stays SENT and the next
+  /// run sends it again with the same request id, so the relay's copy is not lost.
+  @Test(.timeLimit(.minutes(1))) func stopDoesNotWaitForAnUnansweredPost() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      let request = try repository.send(to: 2, content: "answer lost")
+      let inner = ScriptedRelay()
+      // The relay stores the first POST and never answers it (until cancelled).
+      let relay = ScriptedRelay { attempt, call in
+        guard attempt == 0 else { return nil }
+        _ = inner.answer(call)
+        try await Task.sleep(for: .seconds(3_600))
+        return nil
+      }
+      var options = SyncEngine.Options.test
+      options.replyTimeout = 3_600
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
+      let run = Task { await engine.run() }
+      #expect(await eventually { relay.posts.count == 1 })
+      await engine.stop()
+      await run.value
+      let check = try ChatRepository.open(user: 1, in: folder)
+      #expect(try check.request(request.requestID)?.status == .sent, "left for the next run")
+
+      let next = SyncEngine(repository: check, http: inner.transport, socket: connector(nil), options: .test)
+      #expect(await next.runOnce(deadline: 30) == .done)
+      #expect(await next.metrics.replayed == 1, "the same request id: the relay answered with the message it kept")
+    }
+  }
+
   @Test func duplicateAndOutOfOrderEventsChangeNothing() async throws {
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)

@@ -105,7 +105,21 @@ public final class Statement {
   /// Advances to the next row; returns false when the statement is done.
   @discardableResult
   public func step() throws -> Bool {
-    let rc = sqlite3_step(handle)
+    let fresh = sqlite3_stmt_busy(handle) == 0
+    var rc = sqlite3_step(handle)
+    // SQLITE_SCHEMA on a statement's first step: another connection changed the schema
+    // (`chatdb vacuum` rewrites it whole) and SQLite's own re-prepare gave up, with a
+    // bogus "no such table" for a table that is there (SQLite 3.40.1: a few writes in
+    // every run of `chat-sync run` beside a vacuum loop, each a received message left
+    // unstored until the next connect). Nothing ran yet and the schema was reset:
+    // stepping again re-prepares from the schema as it now is.
+    // See <https://sqlite.org/rescode.html#schema>.
+    var retries = 0
+    while rc == SQLITE_SCHEMA && fresh && retries < 3 {
+      sqlite3_reset(handle)
+      retries += 1
+      rc = sqlite3_step(handle)
+    }
     switch rc {
     case SQLITE_ROW: return true
     case SQLITE_DONE: return false

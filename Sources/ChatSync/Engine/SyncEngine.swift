@@ -148,11 +148,17 @@ public actor SyncEngine {
     return waiting + permanent == 0 ? .done : .unsent(waiting: waiting, permanent: permanent)
   }
 
-  /// Ends `run()`: in-flight sends finish (or time out), the socket closes.
+  /// Ends `run()`: in-flight sends are cancelled, the socket closes.
+  ///
+  /// A send cancelled before its answer came leaves its request `SENT`: the next run
+  /// sends it again with the same request id and the relay answers from its
+  /// deduplication window, so nothing the relay accepted is lost, and a stop never
+  /// waits for a POST's reply timeout.
   public func stop() {
     stopping = true
     socketTask?.cancel()
     socket?.close()
+    for task in inFlight.values { task.cancel() }
     doorbell.ring()
   }
 
@@ -539,6 +545,12 @@ public actor SyncEngine {
       return
     }
     let outcome = await api.post(request, timeout: options.replyTimeout)
+    if stopping, case .retryable(let reason, _) = outcome {
+      // Stopping cut the wait short (or the POST failed meanwhile): the request stays
+      // SENT, due again at the next run, which sends it with the same request id.
+      log("send of request \(request.requestID) stopped (\(reason)); it is sent again at the next run")
+      return
+    }
     do {
       switch outcome {
       case .accepted(let message, let replayed):

@@ -1,4 +1,5 @@
 import Foundation
+import ChatStore
 
 #if canImport(FoundationNetworking)
   import FoundationNetworking
@@ -75,7 +76,7 @@ public struct HTTPTransport: Sendable {
       // for bytes that never come: every lost answer cost 5 s (measured).
       request.setValue("close", forHTTPHeaderField: "Connection")
       do {
-        let (data, response) = try await session.data(for: request)
+        let (data, response) = try await answerWithin(call.timeout) { [request] in try await session.data(for: request) }
         guard let http = response as? HTTPURLResponse else { throw TransportError("not an HTTP answer") }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
@@ -84,10 +85,71 @@ public struct HTTPTransport: Sendable {
         return HTTPReply(status: http.statusCode, headers: headers, body: Array(data))
       } catch let error as TransportError {
         throw error
+      } catch is CancellationError {
+        throw TransportError("\(call.method) \(call.path.split(separator: "?").first ?? ""): cancelled")
       } catch {
         throw TransportError("\(call.method) \(call.path.split(separator: "?").first ?? ""): \(error.localizedDescription)")
       }
     }
+  }
+}
+
+/// Runs `exchange` (one URLSession request) and returns its answer, or throws
+/// `TransportError` once `seconds` have passed, or `CancellationError` as soon as the
+/// calling task is cancelled, whichever comes first; the exchange is then cancelled and
+/// left to end on its own.
+///
+/// `URLRequest.timeoutInterval` is not that bound: on Linux (libcurl underneath) a
+/// POST whose body never left stayed open until the relay hung up 20 s later (its own
+/// bound for a body), and a `chat-sync run` told to stop waited for it (issue 14's slow
+/// exits under load).
+private func answerWithin<T: Sendable>(
+  _ seconds: TimeInterval, _ exchange: @escaping @Sendable () async throws -> T
+) async throws -> T {
+  let first = FirstOutcome<T>()
+  let work = Task {
+    do { first.settle(.success(try await exchange())) } catch { first.settle(.failure(error)) }
+  }
+  let timer = Task {
+    try? await Task.sleep(for: .milliseconds(Int64(max(seconds, 0) * 1000)))
+    first.settle(.failure(TransportError(String(format: "no answer within %.0f s", seconds))))
+  }
+  defer {
+    work.cancel()
+    timer.cancel()
+  }
+  return try await withTaskCancellationHandler {
+    try await withCheckedThrowingContinuation { first.wait($0) }
+  } onCancel: {
+    first.settle(.failure(CancellationError()))
+  }
+}
+
+/// The first of several possible outcomes, handed to one waiter; later ones are dropped.
+/// Either may come first: an outcome settled before `wait` is kept for it.
+private final class FirstOutcome<T: Sendable>: Sendable {
+  private struct State {
+    var waiter: CheckedContinuation<T, any Error>?
+    var outcome: Result<T, any Error>?
+  }
+  private let state = Locked(State())
+
+  func wait(_ waiter: CheckedContinuation<T, any Error>) {
+    let ready = state.withLock { state -> Result<T, any Error>? in
+      if state.outcome == nil { state.waiter = waiter }
+      return state.outcome
+    }
+    if let ready { waiter.resume(with: ready) }
+  }
+
+  func settle(_ outcome: Result<T, any Error>) {
+    let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
+      guard state.outcome == nil else { return nil }
+      state.outcome = outcome
+      defer { state.waiter = nil }
+      return state.waiter
+    }
+    waiter?.resume(with: outcome)
   }
 }
 
