@@ -178,6 +178,7 @@ enum EvictCommand: ParsableCommand {
       "dryRun": false, "deletedMessages": .int(r.deletedMessages), "chunks": .int(Int64(r.chunks)),
       "maxChunkMillis": .double((r.maxChunkMillis * 10).rounded() / 10),
       "p99ChunkMillis": .double((r.p99ChunkMillis * 10).rounded() / 10), "slowChunks": .int(Int64(r.slowChunks)),
+      "interruptedChunks": .int(Int64(r.interruptedChunks)),
       "vacuumMillis": r.vacuumMillis.map { .double($0.rounded()) } ?? .null, "sizeBefore": .int(r.sizeBefore),
       "sizeAfter": .int(r.sizeAfter), "freedBytes": .int(r.freedBytes), "fileSizeAfter": .int(r.fileSizeAfter),
       "reclaim": .string(r.reclaim.rawValue),

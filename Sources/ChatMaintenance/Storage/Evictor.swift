@@ -34,6 +34,9 @@ public struct EvictionResult: Sendable {
   public var p99ChunkMillis: Double
   /// How many held the lock longer than 50 ms.
   public var slowChunks: Int
+  /// Chunks stopped after `Options.interruptAfterMillis`, rolled back and redone smaller
+  /// (counted in `chunks` too).
+  public var interruptedChunks: Int
   /// How long a `VACUUM` held the lock, when one was needed (milliseconds).
   public var vacuumMillis: Double?
   /// Database file and `-wal` before and after (each after a WAL checkpoint).
@@ -72,6 +75,13 @@ public final class Evictor {
   public struct Options: Sendable {
     /// Lock time a chunk aims at.
     public var targetChunkMillis: Double = 20
+    /// Lock time after which a chunk's statements are stopped and the chunk rolled back
+    /// and redone at half the size (`Database.interrupt(after:)`): a chunk that aims at
+    /// 20 ms takes three to five times that now and then (the same chunk does not, run
+    /// again: the machine, not the data), and a writer waiting for the lock should
+    /// never wait more than 50 ms. Chunks of fixed rows and the smallest ones are
+    /// never stopped, so the job always moves on.
+    public var interruptAfterMillis: Double = 40
     /// Rows per chunk to start with, and the bounds of the adaptive size.
     public var initialChunkRows = 1_000
     public var maxChunkRows = 100_000
@@ -100,6 +110,8 @@ public final class Evictor {
   private var maxChunkMillis = 0.0
   /// How long each chunk held the lock, in milliseconds.
   private var chunkMillis: [Double] = []
+  /// Chunks stopped and redone smaller (`Options.interruptAfterMillis`).
+  private var interrupted = 0
   /// The search indexes (`mergeSearchIndexes`), and pages per merge step, scaled to the chunk time.
   private var searchIndexes: [String] = []
   private var mergePages = 64
@@ -186,6 +198,7 @@ public final class Evictor {
     return EvictionResult(
       plan: plan, deletedMessages: deleted, deletedByConversation: perConversation, chunks: chunks,
       maxChunkMillis: maxChunkMillis, p99ChunkMillis: percentile99(), slowChunks: chunkMillis.filter { $0 > 50 }.count,
+      interruptedChunks: interrupted,
       vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
       fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1, note: note)
   }
@@ -204,8 +217,13 @@ public final class Evictor {
       let chunk = try db.prepare(HotQuery.deleteConversationChunk.sql)
       for part in plan.conversations {
         while true {
-          let (changed, millis) = try inChunk {
-            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
+          guard
+            let (changed, millis) = try inChunk(stoppable: rows > Self.smallestChunkRows, {
+              try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
+            })
+          else {
+            rows = max(rows / 2, Self.smallestChunkRows)
+            continue
           }
           deleted += Int64(changed)
           progress(deleted)
@@ -229,9 +247,14 @@ public final class Evictor {
     var low = (try db.int64(HotQuery.oldestMessage.sql) ?? 0) - 1
     while low < maxID {
       let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
-      let (changed, millis) = try inChunk {
-        if let range { return try range.delete(low, high, summaries: summaries, search: search) }
-        return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
+      guard
+        let (changed, millis) = try inChunk(stoppable: rows > Self.smallestChunkRows, {
+          if let range { return try range.delete(low, high, summaries: summaries, search: search) }
+          return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
+        })
+      else {
+        rows = max(rows / 2, Self.smallestChunkRows)
+        continue
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -307,16 +330,36 @@ public final class Evictor {
     }
   }
 
+  /// Rows of the smallest delete chunk (never stopped).
+  static let smallestChunkRows = 100
+
   /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; `body` returns the rows it changed.
-  /// Returns them and the milliseconds the write lock was held, then pauses for other writers.
-  private func inChunk(_ body: () throws -> Int) throws -> (Int, Double) {
+  /// Returns them and the milliseconds the write lock was held, then pauses for other
+  /// writers. When `stoppable`, a chunk still running after `interruptAfterMillis` is
+  /// stopped and rolled back, and nil returned: the caller redoes it smaller.
+  private func inChunk(stoppable: Bool = true, _ body: () throws -> Int) throws -> (Int, Double)? {
     let asked = Self.now()
     try db.execute("BEGIN IMMEDIATE")
     let locked = Self.now()
     if locked - asked > 5 { lastContention = locked }
     var changed = 0
+    let stop = stoppable && options.fixedChunkRows == nil
     do {
+      if stop { db.interrupt(after: options.interruptAfterMillis) }
+      defer { if stop { db.interrupt(after: nil) } }
       changed = try body()
+    } catch {
+      if db.isInTransaction { try? db.execute("ROLLBACK") }
+      if stop, let error = error as? SQLiteError, error.code == SQLiteError.ResultCode.interrupt {
+        let millis = Self.now() - locked
+        record(millis)
+        interrupted += 1
+        try pause(after: millis)
+        return nil
+      }
+      throw error
+    }
+    do {
       try db.execute("COMMIT")
     } catch {
       if db.isInTransaction { try? db.execute("ROLLBACK") }
@@ -399,11 +442,19 @@ public final class Evictor {
     for table in searchIndexes {
       while true {
         let pages = mergePages
-        let (work, millis) = try inChunk {
-          Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
+        guard
+          let (work, millis) = try inChunk(stoppable: pages > 16, {
+            Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
+          })
+        else {
+          mergePages = max(pages / 2, 16)
+          continue
         }
         if work < 2 { break }
-        mergePages = Int(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
+        // Half the delete chunks' time: a merge step is one call into FTS5, which
+        // `interruptAfterMillis` cannot stop, and its time varies as much.
+        let target = options.targetChunkMillis / 2
+        mergePages = Int(min(max(Double(pages) * target / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
       }
     }
   }
@@ -415,9 +466,14 @@ public final class Evictor {
     case 2:  // auto_vacuum = INCREMENTAL (https://sqlite.org/pragma.html#pragma_auto_vacuum)
       var pages: Int64 = 256
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
-        let (_, millis) = try inChunk {
-          try db.execute("PRAGMA incremental_vacuum(\(pages))")
-          return 0
+        guard
+          let (_, millis) = try inChunk(stoppable: pages > 64, {
+            try db.execute("PRAGMA incremental_vacuum(\(pages))")
+            return 0
+          })
+        else {
+          pages = max(pages / 2, 64)
+          continue
         }
         if options.fixedChunkRows == nil {
           pages = Int64(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))

@@ -49,6 +49,9 @@ public final class Database {
   /// The WAL's length in frames after this connection's last commit, kept by a WAL hook
   /// once `countWALFrames()` was called.
   private var walFrameCount: UnsafeMutablePointer<Int32>?
+  /// When statements stop (`interrupt(after:)`): a `CLOCK_MONOTONIC` time in
+  /// nanoseconds, read by a progress handler.
+  private var deadline: UnsafeMutablePointer<UInt64>?
 
   /// How long a statement waits for another connection's lock before failing with
   /// `SQLITE_BUSY`, in milliseconds.
@@ -109,6 +112,37 @@ public final class Database {
     if foundWAL && sqlite3_total_changes64(handle) == 0 { _ = chatdb_sqlite3_no_checkpoint_on_close(handle) }
     sqlite3_close_v2(handle)
     walFrameCount?.deallocate()
+    deadline?.deallocate()
+  }
+
+  // MARK: - Deadlines
+
+  /// Makes this connection's statements fail with `SQLITE_INTERRUPT` once `millis`
+  /// milliseconds have passed from now (nil: never again). A write statement stopped
+  /// inside a transaction rolls the whole transaction back (SQLite's rule): for a job
+  /// that holds the write lock in short chunks and redoes a chunk, smaller, rather than
+  /// hold it longer than it promised. Checked every 1,000 virtual machine
+  /// instructions (a few microseconds); a `COMMIT` already writing is never stopped.
+  /// See <https://sqlite.org/c3ref/progress_handler.html>.
+  public func interrupt(after millis: Double?) {
+    guard let millis else {
+      sqlite3_progress_handler(handle, 0, nil, nil)
+      return
+    }
+    if deadline == nil { deadline = .allocate(capacity: 1) }
+    deadline!.pointee = Self.monotonicNanoseconds() + UInt64(max(0, millis) * 1e6)
+    sqlite3_progress_handler(
+      handle, 1_000,
+      { context in
+        guard let context else { return 0 }
+        return Database.monotonicNanoseconds() >= context.assumingMemoryBound(to: UInt64.self).pointee ? 1 : 0
+      }, deadline)
+  }
+
+  static func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
   }
 
   // MARK: - The WAL

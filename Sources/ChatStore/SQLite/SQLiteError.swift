@@ -67,6 +67,8 @@ extension SQLiteError {
     public static let notADatabase = SQLITE_NOTADB
     public static let permission = SQLITE_PERM
     public static let range = SQLITE_RANGE
+    /// `SQLITE_INTERRUPT`: a statement stopped by `Database.interrupt(after:)`.
+    public static let interrupt = SQLITE_INTERRUPT
     /// `SQLITE_CONSTRAINT_FOREIGNKEY` (787), an extended code.
     public static let constraintForeignKey = SQLITE_CONSTRAINT | (3 << 8)
     /// `SQLITE_CONSTRAINT_PRIMARYKEY` (1555), an extended code.

@@ -115,6 +115,39 @@ import Testing
     #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
   }
 
+  @Test(arguments: ["older-than", "conversation", "keep-last"])
+  func chunksStoppedAtTheirDeadlineAreRedoneSmallerAndLoseNothing(policy name: String) throws {
+    // Every chunk that can be stopped is (a deadline of a microsecond): each is rolled
+    // back and redone at half the size until it is among the smallest, which are never
+    // stopped. The result is the same as an eviction that was never stopped.
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    try fill(db, messages: 3_000)
+    let policy = Self.policy {
+      switch name {
+      case "older-than": $0.olderThan = EvictionPolicy.age("30d")
+      case "conversation": $0.conversations = [2]
+      default:
+        $0.olderThan = EvictionPolicy.age("30d")
+        $0.keepLast = 5
+      }
+    }
+    let copy = try HistoryFolder()
+    try db.backup(to: copy.file("chats-1.db"))
+    let reference = try Database(path: copy.file("chats-1.db"))
+    let expected = try Self.evict(reference, policy)
+    var options = Evictor.Options()
+    options.interruptAfterMillis = 0.001
+    let result = try Self.evict(db, policy, options: options)
+    #expect(result.interruptedChunks > 0)
+    #expect(result.deletedMessages == expected.deletedMessages && result.deletedMessages > 0)
+    #expect(try Self.ids(db) == Self.ids(reference))
+    #expect(try Self.outbox(db) == Self.outbox(reference))
+    #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
+    #expect(try SearchIndexCheck.problems(db, exact: true).isEmpty)
+    #expect(try db.string("PRAGMA integrity_check") == "ok")
+  }
+
   @Test func theSamePolicyTwiceChangesNothingMore() throws {
     let folder = try HistoryFolder()
     let db = try folder.database()
