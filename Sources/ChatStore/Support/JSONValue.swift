@@ -51,12 +51,12 @@ public enum JSONValue: Sendable, Equatable {
     case .object(let members):
       guard !members.isEmpty else { out.append(contentsOf: "{}".utf8); return }
       out.append(UInt8(ascii: "{"))
-      for (index, key) in members.keys.sorted().enumerated() {
+      for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }
         newline(depth + 1)
-        JSONValue.writeString(key, to: &out)
+        JSONValue.writeString(member.key, to: &out)
         out.append(contentsOf: (pretty ? ": " : ":").utf8)
-        members[key]!.write(to: &out, pretty: pretty, depth: depth + 1)
+        member.value.write(to: &out, pretty: pretty, depth: depth + 1)
       }
       newline(depth)
       out.append(UInt8(ascii: "}"))
@@ -65,8 +65,9 @@ public enum JSONValue: Sendable, Equatable {
 
   /// Writes `text` as a quoted JSON string: `"` and `\` escaped, control characters as
   /// `\n`, `\r`, `\t`, `\b`, `\f` or `\u00XX`; everything else (emoji, CJK) as raw UTF-8.
+  private static let hex = Array("0123456789abcdef".utf8)
+
   private static func writeString(_ text: String, to out: inout [UInt8]) {
-    let hex = Array("0123456789abcdef".utf8)
     out.append(UInt8(ascii: "\""))
     for byte in text.utf8 {
       switch byte {
