@@ -102,7 +102,7 @@ enum StormBench: ParsableCommand {
       engineOptions.log = { line in recorder.record(client: index, line: line) }
       engines.append(
         SyncEngine(
-          repository: repository, http: .urlSession(base: base, token: account.token),
+          repository: repository, http: .plainHTTP(base: base, token: account.token),
           socket: .libwebsockets(url: socketURL.url!, token: account.token), options: engineOptions))
     }
     let started = wallClock()

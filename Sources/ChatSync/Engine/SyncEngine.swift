@@ -12,7 +12,7 @@ import Foundation
 ///
 /// ```swift
 /// let engine = SyncEngine(repository: try ChatRepository.open(user: 1, in: "data"),
-///                         http: .urlSession(base: relay, token: token),
+///                         http: .plainHTTP(base: relay, token: token),
 ///                         socket: .libwebsockets(url: socketURL, token: token))
 /// let outcome = await engine.runOnce()        // or: await engine.run() until stop()
 /// ```

@@ -1,11 +1,7 @@
 import Foundation
 import ChatStore
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
-
-// The engine's two ways to the relay, as values: the real ones (URLSession for HTTP,
+// The engine's two ways to the relay, as values: the real ones (a plain socket for HTTP,
 // libwebsockets' client for the socket) in production and integration tests, scripted
 // ones in unit tests that inject faults.
 
@@ -53,56 +49,48 @@ public struct HTTPTransport: Sendable {
 
   public init(send: @escaping @Sendable (HTTPCall) async throws -> HTTPReply) { self.send = send }
 
-  /// The real transport: URLSession (libcurl underneath) against `base`
-  /// (`http://127.0.0.1:8080`), `Authorization: Bearer token` on every request.
-  public static func urlSession(base: URL, token: String) -> HTTPTransport {
-    let configuration = URLSessionConfiguration.ephemeral
-    configuration.httpMaximumConnectionsPerHost = 8
-    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-    let session = URLSession(configuration: configuration)
-    let baseText = base.absoluteString.hasSuffix("/") ? String(base.absoluteString.dropLast()) : base.absoluteString
+  /// The real transport: HTTP/1.1 on a socket of its own per request, head and body in
+  /// one write (see ``PlainHTTP``), against `base` (`http://127.0.0.1:8080`),
+  /// `Authorization: Bearer token` on every request.
+  public static func plainHTTP(base: URL, token: String) -> HTTPTransport {
+    let host = base.host ?? "127.0.0.1"
+    let port = base.port ?? 80
+    let prefix = base.path.hasSuffix("/") ? String(base.path.dropLast()) : base.path
+    let hostHeader = base.port.map { "\(host):\($0)" } ?? host
     return HTTPTransport { call in
-      guard let url = URL(string: baseText + call.path) else { throw TransportError("bad URL \(baseText + call.path)") }
-      var request = URLRequest(url: url, timeoutInterval: call.timeout)
-      request.httpMethod = call.method
-      request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-      if let body = call.body {
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(body)
-      }
-      // Each request gets a connection of its own. When a kept-alive connection closes
-      // without an answer (the relay's lost-ack fault, a restart), libcurl replays the
-      // next request on a fresh connection without its body, and the relay waits 5 s
-      // for bytes that never come: every lost answer cost 5 s (measured).
-      request.setValue("close", forHTTPHeaderField: "Connection")
+      var headers = [("Authorization", "Bearer \(token)"), ("Accept", "*/*")]
+      if call.body != nil { headers.append(("Content-Type", "application/json")) }
+      let bytes = PlainHTTP.encode(
+        method: call.method, path: prefix + call.path, host: hostHeader, headers: headers, body: call.body)
+      let name = "\(call.method) \(call.path.split(separator: "?").first ?? "")"
       do {
-        let (data, response) = try await answerWithin(call.timeout) { [request] in try await session.data(for: request) }
-        guard let http = response as? HTTPURLResponse else { throw TransportError("not an HTTP answer") }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-          if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        return try await answerWithin(call.timeout) {
+          // Blocking I/O on a thread of its own: the cooperative pool is never held, and
+          // an abandoned exchange ends by itself within the socket timeouts.
+          try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+              continuation.resume(
+                with: Result { try PlainHTTP.exchange(host: host, port: port, request: bytes, seconds: call.timeout) })
+            }
+          }
         }
-        return HTTPReply(status: http.statusCode, headers: headers, body: Array(data))
       } catch let error as TransportError {
         throw error
       } catch is CancellationError {
-        throw TransportError("\(call.method) \(call.path.split(separator: "?").first ?? ""): cancelled")
-      } catch {
-        throw TransportError("\(call.method) \(call.path.split(separator: "?").first ?? ""): \(error.localizedDescription)")
+        throw TransportError("\(name): cancelled")
       }
     }
   }
 }
 
-/// Runs `exchange` (one URLSession request) and returns its answer, or throws
+/// Runs `exchange` (one request) and returns its answer, or throws
 /// `TransportError` once `seconds` have passed, or `CancellationError` as soon as the
-/// calling task is cancelled, whichever comes first; the exchange is then cancelled and
-/// left to end on its own.
+/// calling task is cancelled, whichever comes first; the exchange is then left to end
+/// on its own (its socket timeouts bound each step).
 ///
-/// `URLRequest.timeoutInterval` is not that bound: on Linux (libcurl underneath) a
-/// POST whose body never left stayed open until the relay hung up 20 s later (its own
-/// bound for a body), and a `chat-sync run` told to stop waited for it (issue 14's slow
-/// exits under load).
+/// The socket timeouts are not that bound: they restart with every byte, so an answer
+/// that trickles in could hold the caller for longer, and a `chat-sync run` told to stop
+/// must not wait for an exchange in flight (issue 14's slow exits under load).
 private func answerWithin<T: Sendable>(
   _ seconds: TimeInterval, _ exchange: @escaping @Sendable () async throws -> T
 ) async throws -> T {
