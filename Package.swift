@@ -51,8 +51,9 @@ let package = Package(
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
     .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
-    // The sync client: Transport/ is HTTP (a plain socket per request) and the WebSocket (libwebsockets'
-    // client), Engine/ the outbox, real-time events and cursor sync over ChatRepository.
+    // The sync client: Transport/ is HTTP and the WebSocket on libwebsockets' client (one
+    // context and service thread), Engine/ the outbox, real-time events and cursor sync over
+    // ChatRepository.
     .target(name: "ChatSync", dependencies: ["ChatStore", "CWebSockets"]),
 
     // MARK: - Executables

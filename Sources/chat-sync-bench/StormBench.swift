@@ -8,7 +8,7 @@ import Foundation
 #endif
 
 /// `chat-sync-bench storm`: many `SyncEngine`s in one process (one `ChatRepository`
-/// file each, real URLSession HTTP and the shared libwebsockets client), for the
+/// file each, the shared libwebsockets client for HTTP and the socket), for the
 /// reconnect storm after a relay restart.
 ///
 /// It starts the engines, waits until every one is connected and synced, writes
@@ -102,7 +102,7 @@ enum StormBench: ParsableCommand {
       engineOptions.log = { line in recorder.record(client: index, line: line) }
       engines.append(
         SyncEngine(
-          repository: repository, http: .plainHTTP(base: base, token: account.token),
+          repository: repository, http: .libwebsockets(base: base, token: account.token),
           socket: .libwebsockets(url: socketURL.url!, token: account.token), options: engineOptions))
     }
     let started = wallClock()

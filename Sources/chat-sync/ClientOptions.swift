@@ -116,7 +116,7 @@ struct RelayAccess: Sendable {
     var socket = URLComponents(url: base, resolvingAgainstBaseURL: false)!
     socket.scheme = "ws"
     socket.path = "/v1/socket/updates"
-    return (.plainHTTP(base: base, token: token), .libwebsockets(url: socket.url!, token: token))
+    return (.libwebsockets(base: base, token: token), .libwebsockets(url: socket.url!, token: token))
   }
 }
 

@@ -5,13 +5,28 @@ import Testing
 
 @testable import ChatSync
 
-/// The transport `chat-sync` sends with (`HTTPTransport.plainHTTP`) against the real
+/// The transport `chat-sync` sends with (`HTTPTransport.libwebsockets`) against the real
 /// relay server on loopback.
 @Suite struct HTTPTransportTests {
-  /// A relay whose one handler answers `length=<n>\nsum=<s>\nauth=<header>` for any request.
+  /// A relay whose one handler answers `length=<n>\nsum=<s>\nauth=<header>` for any
+  /// request, except `/v1/never` (no answer), `/v1/drop` (the connection closes without
+  /// one) and `/v1/throttled` (429 with `Retry-After` and `Idempotent-Replayed`).
   private static func echoServer() throws -> (RelayServer, DispatchSemaphore) {
     let handlers = RelayServer.Handlers(
       http: { request in
+        switch request.path {
+        case "/v1/never":
+          return nil
+        case "/v1/drop":
+          var response = HTTPResponse(status: 200)
+          response.dropConnection = true
+          return response
+        case "/v1/throttled":
+          return HTTPResponse(
+            status: 429, body: Array(#"{"error":{}}"#.utf8), headers: [("Retry-After", "2"), ("Idempotent-Replayed", "true")])
+        default:
+          break
+        }
         let sum = request.body.reduce(0) { $0 &+ Int($1) }
         let text = "method=\(request.method)\npath=\(request.path)\nlength=\(request.body.count)\nsum=\(sum)\nauth=\(request.headers["authorization"] ?? "")"
         return HTTPResponse(status: 200, contentType: "text/plain", body: Array(text.utf8))
@@ -44,7 +59,7 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.plainHTTP(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let sizes = [0, 1, 200, 1_023, 1_025, 3_000, 16_385, 70_000]
     let failures = try await withThrowingTaskGroup(of: [String].self) { group in
       for worker in 0..<6 {
@@ -78,7 +93,7 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.plainHTTP(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let reply = try await transport.send(HTTPCall(method: "GET", path: "/v1/messages?lastSyncedMessage=3&limit=2"))
     #expect(reply.status == 200)
     #expect(reply.headers["content-type"] == "text/plain")
@@ -94,21 +109,65 @@ import Testing
     let port = server.port
     server.stop()
     _ = finished.wait(timeout: .now() + 10)
-    let transport = HTTPTransport.plainHTTP(base: try #require(URL(string: "http://127.0.0.1:\(port)")), token: "t")
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(port)")), token: "t")
     await #expect(throws: TransportError.self) { try await transport.send(HTTPCall(method: "GET", path: "/v1/ping")) }
   }
 
-  @Test(arguments: [
-    ("HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello", true, 201, "hello"),
-    ("HTTP/1.1 200 \r\ncontent-length: 5\r\n\r\nhel", false, nil, nil),
-    ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n", true, 200, "abcde"),
-    ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab", false, nil, nil),
-    ("HTTP/1.1 204 No Content\r\n\r\n", true, 204, ""),
-    ("garbage\r\n\r\n", true, nil, nil),
-  ] as [(String, Bool, Int?, String?)])
-  func answersAreParsedOnlyWhenWhole(text: String, atEnd: Bool, status: Int?, body: String?) {
-    let reply = PlainHTTP.parse(Array(text.utf8), atEnd: atEnd)
-    #expect(reply?.status == status)
-    #expect(reply.map { String(decoding: $0.body, as: UTF8.self) } == body)
+  @Test func statusAndTheHeadersTheEngineReadsComeThrough() async throws {
+    let (server, finished) = try Self.echoServer()
+    defer {
+      server.stop()
+      _ = finished.wait(timeout: .now() + 10)
+    }
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let reply = try await transport.send(HTTPCall(method: "POST", path: "/v1/throttled", body: Array("{}".utf8)))
+    #expect(reply.status == 429)
+    #expect(reply.headers["retry-after"] == "2")
+    #expect(reply.headers["idempotent-replayed"] == "true")
+    #expect(reply.headers["content-type"] == "application/json")
+    #expect(String(decoding: reply.body, as: UTF8.self) == #"{"error":{}}"#)
+  }
+
+  @Test func aConnectionClosedWithoutAnAnswerIsATransportError() async throws {
+    let (server, finished) = try Self.echoServer()
+    defer {
+      server.stop()
+      _ = finished.wait(timeout: .now() + 10)
+    }
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let error = await #expect(throws: TransportError.self) {
+      try await transport.send(HTTPCall(method: "POST", path: "/v1/drop?x=1", body: [1, 2, 3]))
+    }
+    #expect(error?.message.hasPrefix("POST /v1/drop: ") == true)
+    #expect(error?.message.contains("t0k") == false)
+  }
+
+  @Test func anUnansweredRequestEndsAtItsTimeout() async throws {
+    let (server, finished) = try Self.echoServer()
+    defer {
+      server.stop()
+      _ = finished.wait(timeout: .now() + 10)
+    }
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let error = await #expect(throws: TransportError.self) {
+      try await transport.send(HTTPCall(method: "GET", path: "/v1/never", timeout: 1))
+    }
+    #expect(error?.message == "no answer within 1 s")
+    // The transport still works afterwards.
+    #expect(try await transport.send(HTTPCall(method: "GET", path: "/v1/ping")).status == 200)
+  }
+
+  @Test func cancellingTheCallerEndsTheExchange() async throws {
+    let (server, finished) = try Self.echoServer()
+    defer {
+      server.stop()
+      _ = finished.wait(timeout: .now() + 10)
+    }
+    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let call = Task { try await transport.send(HTTPCall(method: "GET", path: "/v1/never?secret=1", timeout: 60)) }
+    try await Task.sleep(for: .milliseconds(200))
+    call.cancel()
+    let error = await #expect(throws: TransportError.self) { try await call.value }
+    #expect(error?.message == "GET /v1/never: cancelled")
   }
 }

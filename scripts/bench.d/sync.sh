@@ -26,7 +26,7 @@
 # (sqlite3 -readonly) only to know when to stop.
 #
 # Storm: `chat-sync-bench storm` runs C SyncEngines in one process (one file each; the
-# URLSession HTTP transport and the shared libwebsockets socket client, as `chat-sync run`
+# shared libwebsockets client for HTTP and the socket, as `chat-sync run`
 # builds them) for users 1..C. Once all are connected and synced, the relay is killed
 # (kill -9), and after --down seconds started again on the same port. An attempt is
 # counted when the engine logs its outcome (`socket: connected` or `socket: cannot

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// ```swift
 /// let engine = SyncEngine(repository: try ChatRepository.open(user: 1, in: "data"),
-///                         http: .plainHTTP(base: relay, token: token),
+///                         http: .libwebsockets(base: relay, token: token),
 ///                         socket: .libwebsockets(url: socketURL, token: token))
 /// let outcome = await engine.runOnce()        // or: await engine.run() until stop()
 /// ```

@@ -1,8 +1,8 @@
 import Foundation
 import ChatStore
 
-// The engine's two ways to the relay, as values: the real ones (a plain socket for HTTP,
-// libwebsockets' client for the socket) in production and integration tests, scripted
+// The engine's two ways to the relay, as values: the real ones (libwebsockets' client for both,
+// HTTPClient.swift and WebSocketClient.swift) in production and integration tests, scripted
 // ones in unit tests that inject faults.
 
 /// One HTTP request to the relay: a path under the base URL (with its query), a
@@ -48,50 +48,17 @@ public struct HTTPTransport: Sendable {
   public var send: @Sendable (HTTPCall) async throws -> HTTPReply
 
   public init(send: @escaping @Sendable (HTTPCall) async throws -> HTTPReply) { self.send = send }
-
-  /// The real transport: HTTP/1.1 on a socket of its own per request, head and body in
-  /// one write (see ``PlainHTTP``), against `base` (`http://127.0.0.1:8080`),
-  /// `Authorization: Bearer token` on every request.
-  public static func plainHTTP(base: URL, token: String) -> HTTPTransport {
-    let host = base.host ?? "127.0.0.1"
-    let port = base.port ?? 80
-    let prefix = base.path.hasSuffix("/") ? String(base.path.dropLast()) : base.path
-    let hostHeader = base.port.map { "\(host):\($0)" } ?? host
-    return HTTPTransport { call in
-      var headers = [("Authorization", "Bearer \(token)"), ("Accept", "*/*")]
-      if call.body != nil { headers.append(("Content-Type", "application/json")) }
-      let bytes = PlainHTTP.encode(
-        method: call.method, path: prefix + call.path, host: hostHeader, headers: headers, body: call.body)
-      let name = "\(call.method) \(call.path.split(separator: "?").first ?? "")"
-      do {
-        return try await answerWithin(call.timeout) {
-          // Blocking I/O on a thread of its own: the cooperative pool is never held, and
-          // an abandoned exchange ends by itself within the socket timeouts.
-          try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-              continuation.resume(
-                with: Result { try PlainHTTP.exchange(host: host, port: port, request: bytes, seconds: call.timeout) })
-            }
-          }
-        }
-      } catch let error as TransportError {
-        throw error
-      } catch is CancellationError {
-        throw TransportError("\(name): cancelled")
-      }
-    }
-  }
 }
 
 /// Runs `exchange` (one request) and returns its answer, or throws
 /// `TransportError` once `seconds` have passed, or `CancellationError` as soon as the
-/// calling task is cancelled, whichever comes first; the exchange is then left to end
-/// on its own (its socket timeouts bound each step).
+/// calling task is cancelled, whichever comes first; the exchange's task is then
+/// cancelled, which drops its connection.
 ///
-/// The socket timeouts are not that bound: they restart with every byte, so an answer
-/// that trickles in could hold the caller for longer, and a `chat-sync run` told to stop
-/// must not wait for an exchange in flight (issue 14's slow exits under load).
-private func answerWithin<T: Sendable>(
+/// libwebsockets' own timeouts are not that bound: they cover the connect and the wait
+/// for the answer's head (10 s each), not a body that trickles in, and a `chat-sync run`
+/// told to stop must not wait for an exchange in flight (issue 14's slow exits under load).
+func answerWithin<T: Sendable>(
   _ seconds: TimeInterval, _ exchange: @escaping @Sendable () async throws -> T
 ) async throws -> T {
   let first = FirstOutcome<T>()

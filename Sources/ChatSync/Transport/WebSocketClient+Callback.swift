@@ -23,10 +23,16 @@ extension ClientCore {
     _ wsi: OpaquePointer, _ reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
     input: UnsafeMutableRawPointer?, length: Int
   ) -> Int32 {
-    switch reason {
-    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+    if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
       serviceRequests()
       return 0
+    }
+    // HTTP exchanges (HTTPClient+Callback.swift) share the context and this callback.
+    if let exchange = existingExchange(wsi) {
+      return handle(exchange, wsi, reason, user: user, input: input, length: length)
+    }
+    if existing(wsi) == nil, let answer = handleSettledHTTP(reason) { return answer }
+    switch reason {
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
       return appendAuthorization(wsi, input, length)
     case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
@@ -65,18 +71,25 @@ extension ClientCore {
     return connections[UInt64(UInt(bitPattern: raw))]
   }
 
-  /// Starts the connections asked for and asks for a writable callback on each socket
-  /// `send` or `close` touched.
+  /// Starts the connections and HTTP exchanges asked for, drops the exchanges whose
+  /// callers stopped waiting, and asks for a writable callback on each socket `send` or
+  /// `close` touched.
   func serviceRequests() {
-    let (opens, wake) = shared.withLock { state in
+    let (opens, requests, abandoned, wake) = shared.withLock { state in
       state.wakePending = false
       let opens = state.opens.filter { state.connecting[$0.id] != nil }
       state.opens = []
+      let requests = state.requests.filter { state.answering[$0.id] != nil }
+      state.requests = []
+      let abandoned = state.abandoned
+      state.abandoned = []
       let wake = state.wake
       state.wake = []
-      return (opens, wake)
+      return (opens, requests, abandoned, wake)
     }
     for open in opens { connect(ClientConnection(id: open.id, channel: open.channel, request: open.request)) }
+    for id in abandoned { abandon(id) }
+    for request in requests { start(HTTPExchange(id: request.id, request: request.request)) }
     for id in wake {
       if let wsi = connections[id]?.wsi { lws_callback_on_writable(wsi) }
     }

@@ -9,7 +9,7 @@ import ChatStore
 
 // The real-time socket over libwebsockets' client: every socket of the process shares
 // one lws context and the one thread servicing it (ClientCore, in
-// WebSocketClient+Core.swift); the events are in WebSocketClient+Callback.swift.
+// ClientCore.swift, shared with the HTTP client); the events are in WebSocketClient+Callback.swift.
 
 extension SocketConnector {
   /// The real socket: a WebSocket to `url` (`ws://host:port/v1/socket/updates`) with

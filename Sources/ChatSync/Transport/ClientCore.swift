@@ -9,8 +9,9 @@ import ChatStore
 /// The process's one libwebsockets client context and the one thread servicing it,
 /// created on first use and kept for the life of the process.
 ///
-/// Every socket lives on that context: a process with 500 sockets has one extra
-/// thread, blocked in `lws_service` while nothing happens.
+/// Every WebSocket and every HTTP exchange lives on that context: a process with 500
+/// sockets and requests in flight has one extra thread, blocked in `lws_service` while
+/// nothing happens.
 ///
 /// See https://libwebsockets.org/lws-api-doc-v4.1-stable/html/md_READMEs_README_coding.html
 // @unchecked: both properties are immutable after init; the context's C memory (the
@@ -28,7 +29,7 @@ final class ClientLoop: @unchecked Sendable {
 
     let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
     protocols.initialize(repeating: lws_protocols(), count: 2)
-    protocols[0].name = UnsafePointer(strdup("chat-sync-client"))
+    protocols[0].name = UnsafePointer(strdup(clientProtocolName))
     protocols[0].callback = syncClientCallback
     protocols[0].per_session_data_size = 0
     protocols[0].rx_buffer_size = 64 * 1024
@@ -41,7 +42,8 @@ final class ClientLoop: @unchecked Sendable {
     info.user = Unmanaged.passUnretained(core).toOpaque()
     info.gid = -1
     info.uid = -1
-    // The bound on a connection attempt: TCP connect, and the upgrade's answer.
+    // The bound on a connection attempt: TCP connect, and the answer's head (the
+    // upgrade's, or an HTTP request's once it is sent).
     info.timeout_secs = 10
     info.connect_timeout_secs = 10
     guard let context = lws_create_context(&info) else {
@@ -58,16 +60,23 @@ final class ClientLoop: @unchecked Sendable {
   }
 }
 
-/// The client sockets' state and its answers to libwebsockets events.
+/// The name of the context's one protocol, whose callback (`syncClientCallback`) sees
+/// every event of every connection.
+let clientProtocolName = "chat-sync-client"
+
+/// The client connections' state (WebSockets, and HTTP exchanges in
+/// ClientCore+HTTP.swift) and its answers to libwebsockets events.
 ///
 /// A connection is found through its id, stored in its `lws` as the opaque user data
-/// (set through the connect info, so it is there from the first callback).
+/// (set through the connect info, so it is there from the first callback). Sockets and
+/// exchanges draw their ids from one counter, so an id names one or the other.
 // @unchecked: `shared` is `Locked`; every other property is touched only on the
 // service thread (the callbacks and run()).
 final class ClientCore: @unchecked Sendable {
   let shared = Locked(Shared())
   var context: OpaquePointer?
   var connections: [UInt64: ClientConnection] = [:]
+  var exchanges: [UInt64: HTTPExchange] = [:]
   /// Ping policies by `pingSeconds`; lws keeps pointing at a connection's policy, so
   /// they are never freed (one per distinct value used in the process).
   private var policies: [Int: UnsafeMutablePointer<lws_retry_bo_t>] = [:]
@@ -91,6 +100,12 @@ final class ClientCore: @unchecked Sendable {
     var closing: Set<UInt64> = []
     /// Sockets with something new to write or to close.
     var wake: Set<UInt64> = []
+    /// HTTP exchanges to start, in request order.
+    var requests: [(id: UInt64, request: ExchangeRequest)] = []
+    /// Callers of `exchange` still waiting, by id; whoever removes an entry resumes it.
+    var answering: [UInt64: CheckedContinuation<HTTPReply, any Error>] = [:]
+    /// Exchanges whose caller stopped waiting: their connections are to be dropped.
+    var abandoned: Set<UInt64> = []
 
     /// The handle to wake the service thread with, unless a wake is already pending.
     mutating func requestWake() -> ClientWakeHandle? {
@@ -111,16 +126,20 @@ final class ClientCore: @unchecked Sendable {
     // Blocks until a socket event, a timer (pings, timeouts) or lws_cancel_service.
     while lws_service(context, 0) >= 0 {}
     // Not expected: lws could not service its context. Fail everything still waiting.
-    let waiting = shared.withLock { state in
+    let (waiting, answering) = shared.withLock { state in
       state.dead = true
       state.context = nil
       state.opens = []
+      state.requests = []
       let waiting = state.connecting
+      let answering = state.answering
       state.connecting = [:]
+      state.answering = [:]
       state.live = []
-      return waiting
+      return (waiting, answering)
     }
     for (_, continuation) in waiting { continuation.resume(throwing: TransportError("the WebSocket service thread stopped")) }
+    for (_, continuation) in answering { continuation.resume(throwing: TransportError("the HTTP service thread stopped")) }
     for (_, connection) in connections { connection.channel.finish() }
     connections = [:]
   }
@@ -129,10 +148,7 @@ final class ClientCore: @unchecked Sendable {
 
   /// Asks the service thread to connect; returns once the socket is established.
   func open(_ request: OpenRequest) async throws -> LWSClientSocket {
-    let id = shared.withLock { state -> UInt64 in
-      state.nextID += 1
-      return state.nextID
-    }
+    let id = nextID()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<LWSClientSocket, any Error>) in
         let outcome = shared.withLock { state -> Result<ClientWakeHandle?, any Error> in
@@ -151,6 +167,14 @@ final class ClientCore: @unchecked Sendable {
     } onCancel: {
       // The connection, if lws already started it, is dropped when it opens or fails.
       shared.withLock { $0.connecting.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+    }
+  }
+
+  /// A new id for a socket or an exchange.
+  func nextID() -> UInt64 {
+    shared.withLock { state -> UInt64 in
+      state.nextID += 1
+      return state.nextID
     }
   }
 

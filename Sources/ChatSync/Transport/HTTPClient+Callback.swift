@@ -1,0 +1,206 @@
+import CWebSockets
+import Foundation
+
+/// Headers the relay sends that libwebsockets has no token for. lws keeps such a
+/// header by name (`lws_hdr_custom_copy`), but the installed 4.1 has no call that lists
+/// those names, so the ones the protocol defines are asked for one by one.
+let relayCustomHeaders = ["idempotent-replayed"]
+
+/// The request body leaves in writes of at most this many bytes, one per writable callback.
+private let bodyWriteSize = 16 * 1024
+
+// MARK: - Events of HTTP exchanges, on the service thread
+
+extension ClientCore {
+  /// The exchange of `wsi`, through the id in its opaque user data.
+  func existingExchange(_ wsi: OpaquePointer) -> HTTPExchange? {
+    guard let raw = lws_get_opaque_user_data(wsi) else { return nil }
+    return exchanges[UInt64(UInt(bitPattern: raw))]
+  }
+
+  func handle(
+    _ exchange: HTTPExchange, _ wsi: OpaquePointer, _ reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
+    input: UnsafeMutableRawPointer?, length: Int
+  ) -> Int32 {
+    switch reason {
+    case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+      return appendHeaders(exchange, wsi, input, length)
+    case LWS_CALLBACK_CLIENT_HTTP_WRITEABLE:
+      return writeBody(exchange, wsi)
+    case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
+      readHead(exchange, wsi)
+      return 0
+    case LWS_CALLBACK_CLIENT_ESTABLISHED:
+      // lws says so for HTTP connections too, after the answer's head.
+      return 0
+    case LWS_CALLBACK_RECEIVE_CLIENT_HTTP:
+      // Drains what arrived; lws strips any chunking and hands the payload to
+      // RECEIVE_CLIENT_HTTP_READ before this returns.
+      let pre = Int(chat_lws_pre)
+      var buffer = [CChar](repeating: 0, count: pre + 16 * 1024)
+      return buffer.withUnsafeMutableBufferPointer { raw in
+        var start: UnsafeMutablePointer<CChar>? = raw.baseAddress! + pre
+        var count = Int32(raw.count - pre)
+        return lws_http_client_read(wsi, &start, &count) < 0 ? -1 : 0
+      }
+    case LWS_CALLBACK_RECEIVE_CLIENT_HTTP_READ:
+      if let input, length > 0 { exchange.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length)) }
+      return 0
+    case LWS_CALLBACK_COMPLETED_CLIENT_HTTP:
+      settle(exchange, .success(exchange.reply))
+      // One request per connection: nonzero closes it now rather than keeping it for another.
+      return -1
+    case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+      let why = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+      settle(exchange, .failure(TransportError("\(exchange.request.name): \(why ?? "connection failed")")))
+      return 0
+    case LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
+      if exchange.status != 0 && exchange.bodyToEndOfConnection {
+        settle(exchange, .success(exchange.reply))
+      } else {
+        let what = exchange.status == 0 ? "the relay closed the connection without an answer" : "a cut answer"
+        settle(exchange, .failure(TransportError("\(exchange.request.name): \(what)")))
+      }
+      return 0
+    default:
+      return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+  }
+
+  /// Events for an exchange already settled (its caller answered or gone) while lws
+  /// closes its connection: anything still arriving is refused.
+  func handleSettledHTTP(_ reason: lws_callback_reasons) -> Int32? {
+    switch reason {
+    case LWS_CALLBACK_RECEIVE_CLIENT_HTTP, LWS_CALLBACK_CLIENT_HTTP_WRITEABLE, LWS_CALLBACK_RECEIVE_CLIENT_HTTP_READ:
+      return -1
+    case LWS_CALLBACK_COMPLETED_CLIENT_HTTP, LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+      return 0
+    default:
+      return nil
+    }
+  }
+
+  /// Starts an exchange asked for by `exchange(_:)`.
+  func start(_ exchange: HTTPExchange) {
+    guard let context else { return }
+    exchanges[exchange.id] = exchange
+    let request = exchange.request
+    var info = lws_client_connect_info()
+    info.context = context
+    info.address = exchange.cString(request.address)
+    info.port = Int32(request.port)
+    info.path = exchange.cString(request.path)
+    info.host = exchange.cString(request.hostHeader)
+    info.method = exchange.cString(request.method)
+    // Bound by name: lws hands an HTTP answer's body (RECEIVE_CLIENT_HTTP_READ) only to a
+    // protocol bound to the connection; the default protocols[0] is not bound.
+    info.local_protocol_name = exchange.cString(clientProtocolName)
+    // A 3xx is the caller's answer, as any other status.
+    info.ssl_connection = Int32(LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
+    info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(exchange.id))
+    // A failure inside this call is reported by its nil result, and maybe by a callback first.
+    if let wsi = lws_client_connect_via_info(&info) {
+      if exchanges[exchange.id] != nil { exchange.wsi = wsi }
+    } else {
+      settle(exchange, .failure(TransportError("\(request.name): could not start the connection")))
+    }
+  }
+
+  /// Drops the connection of an exchange whose caller stopped waiting.
+  func abandon(_ id: UInt64) {
+    guard let exchange = exchanges.removeValue(forKey: id), let wsi = exchange.wsi else { return }
+    // Closed at the next turn of the service loop, not inside this callback.
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, chat_lws_to_kill_async)
+  }
+
+  /// `Authorization`, `Connection: close` and, with a body, its type and length; a body
+  /// to send asks for writable callbacks.
+  private func appendHeaders(
+    _ exchange: HTTPExchange, _ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int
+  ) -> Int32 {
+    guard let input else { return -1 }
+    // `input` is the `unsigned char **` write position, `length` the room left.
+    let position = input.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)
+    guard let start = position.pointee else { return -1 }
+    let end = start + length
+    var headers = [(WSI_TOKEN_HTTP_AUTHORIZATION, exchange.request.authorization), (WSI_TOKEN_CONNECTION, "close")]
+    if let body = exchange.request.body {
+      headers.append((WSI_TOKEN_HTTP_CONTENT_TYPE, "application/json"))
+      headers.append((WSI_TOKEN_HTTP_CONTENT_LENGTH, String(body.count)))
+    }
+    for (token, value) in headers {
+      let bytes = Array(value.utf8)
+      let failed = bytes.withUnsafeBufferPointer {
+        lws_add_http_header_by_token(wsi, token, $0.baseAddress, Int32($0.count), position, end)
+      }
+      if failed != 0 { return -1 }
+    }
+    if let body = exchange.request.body, !body.isEmpty {
+      lws_client_http_body_pending(wsi, 1)
+      lws_callback_on_writable(wsi)
+    }
+    return 0
+  }
+
+  /// Writes the next part of the body; the last part tells lws the body is complete.
+  private func writeBody(_ exchange: HTTPExchange, _ wsi: OpaquePointer) -> Int32 {
+    guard let body = exchange.request.body, exchange.sent < body.count else { return 0 }
+    let count = min(bodyWriteSize, body.count - exchange.sent)
+    let last = exchange.sent + count == body.count
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre + count)
+    buffer.withUnsafeMutableBufferPointer { buffer in
+      _ = UnsafeMutableBufferPointer(rebasing: buffer[pre...]).initialize(from: body[exchange.sent..<(exchange.sent + count)])
+    }
+    let written = buffer.withUnsafeMutableBufferPointer {
+      lws_write(wsi, $0.baseAddress! + pre, count, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+    }
+    guard written >= count else { return -1 }
+    exchange.sent += count
+    if last {
+      lws_client_http_body_pending(wsi, 0)
+    } else {
+      lws_callback_on_writable(wsi)
+    }
+    return 0
+  }
+
+  /// Keeps the status and the headers: lws frees its copy of the head after this callback.
+  private func readHead(_ exchange: HTTPExchange, _ wsi: OpaquePointer) {
+    exchange.status = Int(lws_http_client_http_response(wsi))
+    for raw in 0..<WSI_TOKEN_COUNT.rawValue {
+      let token = lws_token_indexes(rawValue: raw)
+      // Header names end in ':'; the other tokens are request lines and HTTP/2 pseudo-headers.
+      guard let cName = lws_token_to_string(token) else { continue }
+      let name = String(cString: cName)
+      guard name.count > 1, name.hasSuffix(":"), !name.hasPrefix(":") else { continue }
+      let length = lws_hdr_total_length(wsi, token)
+      guard length > 0 else { continue }
+      var value = [CChar](repeating: 0, count: Int(length) + 1)
+      guard lws_hdr_copy(wsi, &value, Int32(value.count), token) >= 0 else { continue }
+      exchange.headers[String(name.dropLast()).lowercased()] = String(cString: value)
+    }
+    for name in relayCustomHeaders {
+      let key = Array((name + ":").utf8CString)
+      let length = lws_hdr_custom_length(wsi, key, Int32(key.count - 1))
+      guard length >= 0 else { continue }
+      var value = [CChar](repeating: 0, count: Int(length) + 1)
+      guard lws_hdr_custom_copy(wsi, &value, Int32(value.count), key, Int32(key.count - 1)) >= 0 else { continue }
+      exchange.headers[name] = String(cString: value)
+    }
+    let chunked = exchange.headers["transfer-encoding"]?.lowercased().contains("chunked") == true
+    exchange.bodyToEndOfConnection = exchange.headers["content-length"] == nil && !chunked
+  }
+
+  /// Ends an exchange once, whichever callback sees its end first: the caller, if still
+  /// waiting, gets `outcome`.
+  func settle(_ exchange: HTTPExchange, _ outcome: Result<HTTPReply, any Error>) {
+    let id = exchange.id
+    guard exchanges.removeValue(forKey: id) != nil else { return }
+    let waiting = shared.withLock { state in
+      state.abandoned.remove(id)
+      return state.answering.removeValue(forKey: id)
+    }
+    waiting?.resume(with: outcome)
+  }
+}
