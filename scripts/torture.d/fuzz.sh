@@ -44,8 +44,13 @@ for module in chatdb chat-relay chat-sync; do
 done
 bin=$(realpath "$(swift build --build-path "$build" --show-bin-path)")
 objects=()
+# Only the objects of sources that exist: a renamed or deleted file's object stays in
+# the build folder and would be linked twice (Migrations' source is generated).
+sources=$(find Sources -name '*.swift' -printf '%f\n' | sort -u)
 for module in ChatStore Migrations ChatMaintenance ChatCLI ChatRelay ChatSync chatdb chat_relay chat_sync; do
-  objects+=("$bin/$module.build"/*.o)
+  for object in "$bin/$module.build"/*.o; do
+    if [ "$module" = Migrations ] || grep -qxF "$(basename "$object" .o)" <<<"$sources"; then objects+=("$object"); fi
+  done
 done
 modulemaps=()
 for c in CSQLite CZstd CCrypto CWebSockets; do modulemaps+=(-Xcc "-fmodule-map-file=Sources/$c/module.modulemap"); done
