@@ -437,3 +437,75 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     }
   }
 }
+
+/// What a long job asks of its connection: who else has the file open, and a deadline.
+@Suite struct ConnectionWatchTests {
+  @Test("Another connection, in this process or another, is seen while it has the file open")
+  func othersHaveTheFileOpen() throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/chats-1.db"
+      let db = try Database(path: path, mode: .create)
+      try db.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+      #expect(!db.othersHaveTheFileOpen())
+      do {
+        let other = try Database(path: path)
+        #expect(try other.int64("SELECT count(*) FROM t") == 1)
+        #expect(db.othersHaveTheFileOpen())
+      }
+      #expect(!db.othersHaveTheFileOpen())
+      #expect(!(try Database(path: ":memory:").othersHaveTheFileOpen()))
+      // Python's sqlite3 in another process: it reads, then keeps the file open until
+      // its standard input closes.
+      let python = Process()
+      python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+      python.arguments = [
+        "-c",
+        "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('SELECT count(*) FROM t').fetchall(); "
+          + "print('open', flush=True); sys.stdin.read()",
+        path,
+      ]
+      let input = Pipe()
+      let output = Pipe()
+      python.standardInput = input
+      python.standardOutput = output
+      try python.run()
+      #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).hasPrefix("open"))
+      #expect(db.othersHaveTheFileOpen())
+      try input.fileHandleForWriting.close()
+      python.waitUntilExit()
+      #expect(!db.othersHaveTheFileOpen())
+    }
+  }
+
+  @Test("A deadline stops FTS5's merge, whose work is many short statements, when checked often")
+  func aDeadlineStopsASearchIndexMerge() throws {
+    let db = try Database(path: ":memory:")
+    try db.execute("CREATE VIRTUAL TABLE f USING fts5(content); INSERT INTO f (f, rank) VALUES ('automerge', 0)")
+    for batch in 0..<8 {
+      try db.inTransaction { db in
+        for row in 0..<500 { try db.execute("INSERT INTO f (content) VALUES (?)", ["word\(row % 50) batch\(batch) row\(row) common"]) }
+        return .commit
+      }
+    }
+    let merge = "INSERT INTO f (f, rank) VALUES ('merge', -1000)"
+    let stopped = { (instructions: Int32) -> Bool in
+      try db.execute("BEGIN IMMEDIATE")
+      defer { if db.isInTransaction { try? db.execute("ROLLBACK") } }
+      db.interrupt(after: 0, checkingEvery: instructions)
+      defer { db.interrupt(after: nil) }
+      do {
+        try db.execute(merge)
+        return false
+      } catch let error as SQLiteError {
+        #expect(error.code & 0xFF == SQLiteError.ResultCode.interrupt)
+        return true
+      }
+    }
+    // Checked every 1,000 instructions of a statement, FTS5's own short statements
+    // never reach a check: the merge runs to its end. Every 16, it stops.
+    #expect(try !stopped(1_000))
+    #expect(try stopped(16))
+    #expect(try db.string("SELECT count(*) FROM f WHERE f MATCH 'common'") == "4000")
+    try db.execute("INSERT INTO f (f, rank) VALUES ('integrity-check', 0)")
+  }
+}

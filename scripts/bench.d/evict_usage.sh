@@ -82,9 +82,9 @@ t0=$(now_s)
 "$bin/chatdb" evict --db "$d/chatdb.db" --older-than 30d --now "$now" --json >"$d/evict.json"
 t1=$(now_s)
 evict_s=$(echo "$t1 - $t0" | bc -l)
-read -r max_chunk chunks freed p99_chunk slow_chunks < <(python3 -c "
+read -r max_chunk chunks freed p99_chunk slow_chunks interrupted < <(python3 -c "
 import json; r = json.load(open('$d/evict.json'))['files'][0]['result']
-print(r['maxChunkMillis'], r['chunks'], r['freedBytes'], r['p99ChunkMillis'], r['slowChunks'])")
+print(r['maxChunkMillis'], r['chunks'], r['freedBytes'], r['p99ChunkMillis'], r['slowChunks'], r['interruptedChunks'])")
 
 left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
 left_chatdb=$(sqlite3 "$d/chatdb.db" "SELECT count(*) FROM Messages")
@@ -97,7 +97,7 @@ for f in sql chatdb; do
   rm -f "$d/chats-1.db"*
 done
 echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions"
-echo "   lock times: 99% of the transactions under $p99_chunk ms, $slow_chunks over 50 ms"
+echo "   lock times: 99% of the transactions under $p99_chunk ms, $slow_chunks over 50 ms; $interrupted stopped at 40 ms and redone smaller"
 
 ratio=$(echo "$evict_s / $sql_s" | bc -l)
 line "what" "chatdb" "peer" "ratio" "goal" ""

@@ -65,10 +65,12 @@ public struct EvictionResult: Sendable {
 /// policy again finishes the job. Its connection's triggers are off while it runs: each
 /// chunk updates `ConversationSummaries` in its own transaction
 /// (`ConversationSummaryUpkeep`) from what it deleted (`IDRangeDelete` for an age
-/// cutoff, `DELETE … RETURNING` otherwise), at a fraction of the triggers' cost per row. Between chunks the evictor pauses briefly, and for
-/// longer (`politePauseMillis`, more than SQLite's longest busy-handler sleep of 100 ms)
-/// for two seconds after it sees another connection write, so a waiting writer gets
-/// the lock at its next retry. See <https://sqlite.org/lang_transaction.html> and
+/// cutoff, `DELETE … RETURNING` otherwise), at a fraction of the triggers' cost per row.
+/// While another connection has the file open, the evictor pauses briefly between
+/// chunks, and for longer (`politePauseMillis`, more than SQLite's longest busy-handler
+/// sleep of 100 ms) for two seconds after it sees another connection write, so a
+/// waiting writer gets the lock at its next retry; alone, it does not pause.
+/// See <https://sqlite.org/lang_transaction.html> and
 /// <https://sqlite.org/pragma.html#pragma_incremental_vacuum>.
 public final class Evictor {
   /// Tuning, for tests and `--chunk-rows`.
@@ -336,8 +338,11 @@ public final class Evictor {
   /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; `body` returns the rows it changed.
   /// Returns them and the milliseconds the write lock was held, then pauses for other
   /// writers. When `stoppable`, a chunk still running after `interruptAfterMillis` is
-  /// stopped and rolled back, and nil returned: the caller redoes it smaller.
-  private func inChunk(stoppable: Bool = true, _ body: () throws -> Int) throws -> (Int, Double)? {
+  /// stopped and rolled back, and nil returned: the caller redoes it smaller. The
+  /// deadline is checked every `checkingEvery` instructions of each statement
+  /// (`Database.interrupt(after:checkingEvery:)`): 16 for FTS5's merges and
+  /// `incremental_vacuum`, whose work is many short statements or one short loop.
+  private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 1_000, _ body: () throws -> Int) throws -> (Int, Double)? {
     let asked = Self.now()
     try db.execute("BEGIN IMMEDIATE")
     let locked = Self.now()
@@ -345,7 +350,7 @@ public final class Evictor {
     var changed = 0
     let stop = stoppable && options.fixedChunkRows == nil
     do {
-      if stop { db.interrupt(after: options.interruptAfterMillis) }
+      if stop { db.interrupt(after: options.interruptAfterMillis, checkingEvery: checkingEvery) }
       defer { if stop { db.interrupt(after: nil) } }
       changed = try body()
     } catch {
@@ -386,7 +391,10 @@ public final class Evictor {
 
   /// Gives the lock away for a moment: briefly (a sixteenth of the chunk, with jitter so a
   /// writer's retries never lock into step with the chunks), or for longer than
-  /// SQLite's longest busy-handler sleep while another connection is writing.
+  /// SQLite's longest busy-handler sleep while another connection is writing; not at
+  /// all while no other connection has the file open (`Database.othersHaveTheFileOpen`):
+  /// a writer has to open the file before it can wait for the lock, and the next
+  /// chunk's pause sees it.
   private func pause(after millis: Double) throws {
     let version = try db.int64("PRAGMA data_version") ?? 0
     let now = Self.now()
@@ -414,7 +422,7 @@ public final class Evictor {
       }
     }
     let left = pause - (Self.now() - now)
-    if left > 0 { usleep(useconds_t(left * 1000)) }
+    if left > 0 && db.othersHaveTheFileOpen() { usleep(useconds_t(left * 1000)) }
   }
 
   private func nextChunkRows(_ rows: Int, millis: Double) -> Int {
@@ -443,7 +451,7 @@ public final class Evictor {
       while true {
         let pages = mergePages
         guard
-          let (work, millis) = try inChunk(stoppable: pages > 16, {
+          let (work, millis) = try inChunk(stoppable: pages > 16, checkingEvery: 16, {
             Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
           })
         else {
@@ -451,8 +459,8 @@ public final class Evictor {
           continue
         }
         if work < 2 { break }
-        // Half the delete chunks' time: a merge step is one call into FTS5, which
-        // `interruptAfterMillis` cannot stop, and its time varies as much.
+        // Half the delete chunks' time: a step's time varies more (FTS5 counts the pages
+        // it writes, and entries that cancel out are read but never written).
         let target = options.targetChunkMillis / 2
         mergePages = Int(min(max(Double(pages) * target / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
       }
@@ -467,7 +475,7 @@ public final class Evictor {
       var pages: Int64 = 256
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
         guard
-          let (_, millis) = try inChunk(stoppable: pages > 64, {
+          let (_, millis) = try inChunk(stoppable: pages > 64, checkingEvery: 16, {
             try db.execute("PRAGMA incremental_vacuum(\(pages))")
             return 0
           })

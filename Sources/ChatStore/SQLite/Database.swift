@@ -53,6 +53,9 @@ public final class Database {
   /// nanoseconds, read by a progress handler.
   private var deadline: UnsafeMutablePointer<UInt64>?
 
+  /// The file's device and inode while this connection is open (`othersHaveTheFileOpen`).
+  private let identity: FileIdentity?
+
   /// How long a statement waits for another connection's lock before failing with
   /// `SQLITE_BUSY`, in milliseconds.
   public static let defaultBusyTimeout: Int32 = 5_000
@@ -80,6 +83,8 @@ public final class Database {
     }
     self.handle = db
     self.path = path
+    identity = path == ":memory:" ? nil : FileIdentity(path)
+    if let identity { Self.openHere.withLock { $0[identity, default: 0] += 1 } }
     sqlite3_extended_result_codes(db, 1)
     sqlite3_busy_timeout(db, busyTimeout)
     // Before the first read: a read-only connection may hold a read-write handle (see
@@ -111,6 +116,7 @@ public final class Database {
     statementCache.removeAll()
     if foundWAL && sqlite3_total_changes64(handle) == 0 { _ = chatdb_sqlite3_no_checkpoint_on_close(handle) }
     sqlite3_close_v2(handle)
+    if let identity { Self.openHere.withLock { $0[identity] = $0[identity] == 1 ? nil : $0[identity]! - 1 } }
     walFrameCount?.deallocate()
     deadline?.deallocate()
   }
@@ -121,10 +127,13 @@ public final class Database {
   /// milliseconds have passed from now (nil: never again). A write statement stopped
   /// inside a transaction rolls the whole transaction back (SQLite's rule): for a job
   /// that holds the write lock in short chunks and redoes a chunk, smaller, rather than
-  /// hold it longer than it promised. Checked every 1,000 virtual machine
-  /// instructions (a few microseconds); a `COMMIT` already writing is never stopped.
+  /// hold it longer than it promised. Checked every `instructions` virtual machine
+  /// instructions of each statement (1,000: a few microseconds); a `COMMIT` already
+  /// writing is never stopped. The count starts again with each statement, and FTS5
+  /// works through many short statements of its own (a `'merge'` step runs hundreds of
+  /// them, each a few dozen instructions): stopping one of those takes a count of about 16.
   /// See <https://sqlite.org/c3ref/progress_handler.html>.
-  public func interrupt(after millis: Double?) {
+  public func interrupt(after millis: Double?, checkingEvery instructions: Int32 = 1_000) {
     guard let millis else {
       sqlite3_progress_handler(handle, 0, nil, nil)
       return
@@ -132,7 +141,7 @@ public final class Database {
     if deadline == nil { deadline = .allocate(capacity: 1) }
     deadline!.pointee = Self.monotonicNanoseconds() + UInt64(max(0, millis) * 1e6)
     sqlite3_progress_handler(
-      handle, 1_000,
+      handle, instructions,
       { context in
         guard let context else { return 0 }
         return Database.monotonicNanoseconds() >= context.assumingMemoryBound(to: UInt64.self).pointee ? 1 : 0
@@ -166,6 +175,53 @@ public final class Database {
   /// with each commit and starts again from 0 after a checkpoint that copied it all.
   /// 0 before `countWALFrames()`.
   public var walFrames: Int { Int(walFrameCount?.pointee ?? 0) }
+
+  // MARK: - Other connections
+
+  /// A file, by device and inode (one file under any of its paths).
+  struct FileIdentity: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(_ path: String) {
+      var info = stat()
+      guard stat(path, &info) == 0 else { return nil }
+      (device, inode) = (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+  }
+
+  /// This process's open connections, per file.
+  private static let openHere = Locked<[FileIdentity: Int]>([:])
+
+  /// Whether a connection other than this one has the file open: another `Database` of
+  /// this process, or any connection of another process. Each connection to a WAL file
+  /// holds a shared lock on one byte of the `-shm` file, offset 128 (the "DMS" lock of
+  /// SQLite's unix VFS, `UNIX_SHM_DMS` in os_unix.c; <https://sqlite.org/walformat.html>),
+  /// for as long as it is open; Linux lists every process's locks in `/proc/locks`.
+  /// Asking with `F_GETLK` would mean opening the `-shm`, and closing a descriptor drops
+  /// every POSIX lock the process holds on that file, SQLite's own included. True when
+  /// it cannot tell (no `/proc/locks`, no `-shm`).
+  public func othersHaveTheFileOpen() -> Bool {
+    guard let identity else { return false }
+    if Self.openHere.withLock({ $0[identity] ?? 0 }) > 1 { return true }
+    guard let shm = FileIdentity(path + "-shm"),
+      let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
+    else { return true }
+    // "1: POSIX  ADVISORY  READ 14169 fe:00:16606180 128 128": the process, the
+    // device and inode, the first and last byte ("1: -> POSIX …" waits for a lock).
+    // Matched by inode alone (an overlay file system's device numbers differ between
+    // `stat` and the lock): a file elsewhere with the same inode only means a pause.
+    let me = String(getpid())
+    let inode = ":\(shm.inode)"
+    for line in locks.split(separator: "\n") {
+      let fields = line.split(separator: " ")
+      guard fields.count >= 8, fields[1] != "->", fields[5].hasSuffix(inode), fields[6] == "128", fields[4] != me else {
+        continue
+      }
+      return true
+    }
+    return false
+  }
 
   // MARK: - Errors
 
