@@ -219,13 +219,8 @@ public final class Evictor {
       let chunk = try db.prepare(HotQuery.deleteConversationChunk.sql)
       for part in plan.conversations {
         while true {
-          guard
-            let (changed, millis) = try inChunk(stoppable: rows > Self.smallestChunkRows, {
-              try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
-            })
-          else {
-            rows = max(rows / 2, Self.smallestChunkRows)
-            continue
+          let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
+            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
           }
           deleted += Int64(changed)
           progress(deleted)
@@ -248,15 +243,11 @@ public final class Evictor {
     let range = plan.uniformLastID == nil ? nil : try IDRangeDelete(db)
     var low = (try db.int64(HotQuery.oldestMessage.sql) ?? 0) - 1
     while low < maxID {
-      let high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
-      guard
-        let (changed, millis) = try inChunk(stoppable: rows > Self.smallestChunkRows, {
-          if let range { return try range.delete(low, high, summaries: summaries, search: search) }
-          return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
-        })
-      else {
-        rows = max(rows / 2, Self.smallestChunkRows)
-        continue
+      var high = maxID
+      let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
+        high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
+        if let range { return try range.delete(low, high, summaries: summaries, search: search) }
+        return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -334,6 +325,21 @@ public final class Evictor {
 
   /// Rows of the smallest delete chunk (never stopped).
   static let smallestChunkRows = 100
+
+  /// Runs `body(size)` as one chunk (`inChunk`); when the chunk is stopped at its
+  /// deadline, halves `size`, down to `smallest` (never stopped), and runs it again.
+  /// Returns what the chunk that finished returned; `size` is then the size it ran at.
+  private func inChunks(
+    size: inout Int, smallest: Int, checkingEvery: Int32 = 1_000, _ body: (Int) throws -> Int
+  ) throws -> (Int, Double) {
+    while true {
+      let current = size
+      if let done = try inChunk(stoppable: current > smallest, checkingEvery: checkingEvery, { try body(current) }) {
+        return done
+      }
+      size = max(current / 2, smallest)
+    }
+  }
 
   /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT`; `body` returns the rows it changed.
   /// Returns them and the milliseconds the write lock was held, then pauses for other
@@ -449,15 +455,11 @@ public final class Evictor {
   private func mergeSearchIndexes(anyLevel: Bool) throws {
     for table in searchIndexes {
       while true {
-        let pages = mergePages
-        guard
-          let (work, millis) = try inChunk(stoppable: pages > 16, checkingEvery: 16, {
-            Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
-          })
-        else {
-          mergePages = max(pages / 2, 16)
-          continue
+        var pages = mergePages
+        let (work, millis) = try inChunks(size: &pages, smallest: 16, checkingEvery: 16) { pages in
+          Int(try SearchIndexUpkeep.mergeStep(db, table, pages: pages, anyLevel: anyLevel))
         }
+        mergePages = pages
         if work < 2 { break }
         // Half the delete chunks' time: a step's time varies more (FTS5 counts the pages
         // it writes, and entries that cancel out are read but never written).
@@ -472,19 +474,14 @@ public final class Evictor {
     guard free > 0 else { return .none }
     switch try db.int64("PRAGMA auto_vacuum") ?? 0 {
     case 2:  // auto_vacuum = INCREMENTAL (https://sqlite.org/pragma.html#pragma_auto_vacuum)
-      var pages: Int64 = 256
+      var pages = 256
       while try (db.int64("PRAGMA freelist_count") ?? 0) > 0 {
-        guard
-          let (_, millis) = try inChunk(stoppable: pages > 64, checkingEvery: 16, {
-            try db.execute("PRAGMA incremental_vacuum(\(pages))")
-            return 0
-          })
-        else {
-          pages = max(pages / 2, 64)
-          continue
+        let (_, millis) = try inChunks(size: &pages, smallest: 64, checkingEvery: 16) { pages in
+          try db.execute("PRAGMA incremental_vacuum(\(pages))")
+          return 0
         }
         if options.fixedChunkRows == nil {
-          pages = Int64(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))
+          pages = Int(min(max(Double(pages) * options.targetChunkMillis / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))
         }
       }
       return .incrementalVacuum
