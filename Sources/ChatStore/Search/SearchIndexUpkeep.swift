@@ -133,6 +133,7 @@ public final class SearchIndexUpkeep {
     try deleteWordRange.execute([low, high])
     var cjk: [(Int64, String)] = []
     try rangeTexts.forEachRow([low, high]) { row in
+      guard row.withUTF8(1, SearchText.containsCJK(utf8:)) else { return }
       let content = row.string(1)
       if SearchText.containsCJK(content) { cjk.append((row.int64(0), content)) }
     }
@@ -219,16 +220,17 @@ public final class SearchIndexUpkeep {
     /// Eviction: no automatic merging while it deletes (FTS5 would merge each chunk's
     /// small segment of deletion markers into the large old segments, chunk after
     /// chunk: three times the CPU of one pass, 7.6 s against 2.6 s for half of 1M);
-    /// the evictor merges the markers' segments itself, 16 at a time (`usermerge`)
-    /// in short steps of their own, and once more at the end to drop the deleted
-    /// entries. `crisismerge` 64 is never reached, so no chunk starts a large merge.
+    /// the evictor merges the markers' segments among themselves, at least 16 at a
+    /// time (`usermerge`), in short steps of their own (`Evictor`), and everything once
+    /// at the end to drop the deleted entries. `crisismerge` 128 is never reached, so
+    /// no chunk starts a large merge.
     case deferred
 
     var settings: (automerge: Int, crisismerge: Int, usermerge: Int) {
       switch self {
       case .normal: (4, 16, 4)
       case .bulkLoad: (16, 16, 4)
-      case .deferred: (0, 64, 16)
+      case .deferred: (0, 128, 16)
       }
     }
   }
@@ -252,6 +254,64 @@ public final class SearchIndexUpkeep {
     try db.query(
       "SELECT name FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK') ORDER BY name DESC"
     ) { $0.string(0) }
+  }
+
+  /// One level of an FTS5 index's segments: how many it holds, and how many of them
+  /// an unfinished incremental merge is reading (0: none).
+  public struct Level: Equatable, Sendable {
+    public var segments: Int
+    public var merging: Int
+    public init(segments: Int, merging: Int) { (self.segments, self.merging) = (segments, merging) }
+  }
+
+  /// `table`'s levels, from level 0 (where each transaction's new segment lands), read
+  /// from its structure record (row 10 of `%_data`, in the format described at the top
+  /// of SQLite's `ext/fts5/fts5_index.c`); nil when the record is missing, damaged or
+  /// in the V2 format (`contentless_delete` tables, SQLite 3.43 and later).
+  public static func levels(_ db: Database, _ table: String) throws -> [Level]? {
+    precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
+    guard case .blob(let record)? = try db.query("SELECT block FROM \(table)_data WHERE id = 10") { $0.value(0) }.first,
+      record.count >= 7, record.count < 8 || record[4..<8] != [0xFF, 0x00, 0x00, 0x01]
+    else { return nil }
+    var offset = 4  // after the configuration cookie
+    // An SQLite varint: 7 bits a byte, big-endian, the ninth byte whole.
+    func varint() -> Int? {
+      var value: UInt64 = 0
+      for index in 0..<9 {
+        guard offset < record.count else { return nil }
+        let byte = record[offset]
+        offset += 1
+        if index == 8 { return Int(truncatingIfNeeded: value << 8 | UInt64(byte)) }
+        value = value << 7 | UInt64(byte & 0x7F)
+        if byte < 0x80 { break }
+      }
+      return Int(truncatingIfNeeded: value)
+    }
+    guard let count = varint(), count <= 64, varint() != nil, varint() != nil else { return nil }
+    var levels: [Level] = []
+    for _ in 0..<count {
+      guard let merging = varint(), let segments = varint(), segments <= 2_000 else { return nil }
+      for _ in 0..<segments * 3 { guard varint() != nil else { return nil } }  // id, first and last leaf
+      levels.append(Level(segments: segments, merging: merging))
+    }
+    return levels
+  }
+
+  /// The level FTS5's next `'merge'` step (a positive page count) works on, as
+  /// `fts5IndexMerge` in SQLite's `ext/fts5/fts5_index.c` picks it, or nil when the step
+  /// would do nothing: the lowest level with an unfinished merge, unless a level below
+  /// it holds more segments than that merge reads; otherwise the level holding the most
+  /// segments (the lowest on a tie) if they are at least `usermerge`.
+  public static func nextMergeLevel(_ levels: [Level], usermerge: Int) -> Int? {
+    var (best, most) = (0, 0)
+    for (index, level) in levels.enumerated() {
+      if level.merging > 0 {
+        if level.merging > most { return index }
+        break
+      }
+      if level.segments > most { (best, most) = (index, level.segments) }
+    }
+    return most >= usermerge ? best : nil
   }
 
   /// One step of merging `table`'s segments, about `pages` pages, in the caller's

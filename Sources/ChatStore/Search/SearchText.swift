@@ -48,6 +48,27 @@ public enum SearchText {
     }
   }
 
+  /// Whether these bytes, as stored (not necessarily valid UTF-8), hold a well-formed
+  /// CJK sequence: true for every text whose `String` (invalid bytes repaired)
+  /// `containsCJK`, and false for most others without making a `String` (eviction reads
+  /// each evicted message's text for this).
+  public static func containsCJK(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    var i = 0
+    while i < bytes.count {
+      let lead = bytes[i]
+      let length = lead < 0xE0 ? 1 : lead < 0xF0 ? 3 : 4
+      guard length > 1, i + length <= bytes.count,
+        (1..<length).allSatisfy({ bytes[i + $0] & 0xC0 == 0x80 })
+      else {
+        i += 1
+        continue
+      }
+      if isCJK(value: decode(bytes, at: i).1) { return true }
+      i += length
+    }
+    return false
+  }
+
   /// `text` with U+200B on each side of every CJK character: what the CJK index
   /// tokenizes (the same text as the view `MessageSearchSegments` gives). Works on the
   /// UTF-8 bytes: bulk jobs segment every CJK message they write.

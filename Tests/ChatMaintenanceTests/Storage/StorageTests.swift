@@ -115,6 +115,31 @@ import Testing
     #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
   }
 
+  @Test func manyChunksOfDeletionMarkersAreMergedAndEndInOneSegment() throws {
+    // Chunks of 4 rows: hundreds of level-0 segments of deletion markers in each search
+    // index, merged 64 at a time while deleting (past `crisismerge` otherwise), then all
+    // into one at the end. The result equals an eviction in large chunks.
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    try fill(db, messages: 3_000)
+    let policy = Self.policy { $0.olderThan = EvictionPolicy.age("30d") }
+    let copy = try HistoryFolder()
+    try db.backup(to: copy.file("chats-1.db"))
+    let reference = try Database(path: copy.file("chats-1.db"))
+    _ = try Self.evict(reference, policy)
+    var options = Evictor.Options()
+    options.fixedChunkRows = 4
+    let result = try Self.evict(db, policy, options: options)
+    #expect(result.chunks > 2 * Evictor.markerSegments)
+    #expect(try Self.ids(db) == Self.ids(reference))
+    #expect(try SearchIndexCheck.problems(db, exact: true).isEmpty)
+    for table in ["MessageSearch", "MessageSearchCJK"] {
+      let levels = try #require(try SearchIndexUpkeep.levels(db, table))
+      #expect(levels.map(\.segments).reduce(0, +) <= 1, "\(table): \(levels)")
+    }
+    #expect(try db.string("PRAGMA integrity_check") == "ok")
+  }
+
   @Test(arguments: ["older-than", "conversation", "keep-last"])
   func chunksStoppedAtTheirDeadlineAreRedoneSmallerAndLoseNothing(policy name: String) throws {
     // Every chunk that can be stopped is (a deadline of a microsecond): each is rolled

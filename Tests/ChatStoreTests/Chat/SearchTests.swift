@@ -105,6 +105,21 @@ import Testing
     for (content, segmented) in rows { #expect(SearchText.segmented(content) == segmented, "\(content)") }
   }
 
+  @Test("The byte check finds CJK wherever the String check does, in valid and damaged UTF-8")
+  func byteCheckNeverMissesCJK() {
+    var rng = SplitMix64(state: 7)
+    let pieces: [[UInt8]] = Self.vocabulary.map { Array($0.utf8) } + [[0xE4], [0xE4, 0xBD], [0xF0, 0x80], [0xFF], [0xBD, 0xA0], [0xC3]]
+    for _ in 0..<5_000 {
+      let bytes = (0..<Int(rng.next() % 6)).flatMap { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
+      let text = String(decoding: bytes, as: UTF8.self)
+      let found = bytes.withUnsafeBufferPointer(SearchText.containsCJK(utf8:))
+      if SearchText.containsCJK(text) { #expect(found, "\(bytes)") }
+      if bytes.allSatisfy({ $0 < 0x80 }) { #expect(!found) }
+    }
+    // An invalid lead right before a real character does not hide it.
+    #expect([0xE4, 0xE4, 0xBD, 0xA0].withUnsafeBufferPointer(SearchText.containsCJK(utf8:)))
+  }
+
   @Test("FTS5 syntax in a query is text to find, never an error", arguments: ["\"", "*", "AND(", "NEAR", "\"a", "a\"b", "(", "^x", "-x", "x:y", "NEAR(", "OR OR", "{a b}"])
   func syntaxIsText(query: String) throws {
     let f = try ChatFixture()
