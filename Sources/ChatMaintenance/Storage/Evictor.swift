@@ -114,9 +114,6 @@ public final class Evictor {
   /// the WAL is what it needs room for (the pages it frees are reused, the file does
   /// not grow). Nil: a passive checkpoint every `checkpointFrames` (each syncs the file).
   private var walLimit: Int64?
-  /// Runs the passive checkpoints on the other core (nil on a nearly full disk, or when
-  /// its connection could not be opened: they run between chunks then).
-  private var copier: WALCopier?
   private var maxChunkMillis = 0.0
   /// How long each chunk held the lock, in milliseconds.
   private var chunkMillis: [Double] = []
@@ -166,8 +163,6 @@ public final class Evictor {
     if let free = try? DiskSpace.of(db.path).available, free / 4 < Int64(checkpointFrames) * pageSize {
       walLimit = max(free / 4, 256 << 10)
     }
-    if walLimit == nil, db.path != ":memory:" { copier = try? WALCopier(path: db.path) }
-    defer { try? copier?.finish() }
     let sizeBefore = FileSystem.databaseSize(atPath: db.path)
     lastDataVersion = try db.int64("PRAGMA data_version") ?? 0
     // The plan `chatdb evict --dry-run` shows (the same call on the same rows),
@@ -200,8 +195,6 @@ public final class Evictor {
     }
     let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 
-    try copier?.finish()
-    copier = nil
     try checkpoint()
     let sizeAfter = FileSystem.databaseSize(atPath: db.path)
     let fileSizeAfter = FileSystem.size(atPath: db.path) ?? 0
@@ -441,26 +434,13 @@ public final class Evictor {
     } else {
       // A WAL shorter than at the last checkpoint started again from its beginning.
       if db.walFrames < framesAtCheckpoint { framesAtCheckpoint = 0 }
-      if let copier {
-        // Copies on the copier's thread every eighth of `checkpointFrames`; once the
-        // WAL is that long, the frames it has not copied yet are copied here, so the
-        // next chunk starts the WAL again (`WALCopier`).
-        if db.walFrames - framesAtCheckpoint >= checkpointFrames / 8 {
-          if db.walFrames >= checkpointFrames {
-            copier.wait()
-            try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-          } else {
-            copier.copy()
-          }
-          framesAtCheckpoint = db.walFrames
-        }
-      } else if db.walFrames - framesAtCheckpoint >= checkpointFrames {
+      if db.walFrames - framesAtCheckpoint >= checkpointFrames {
         try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         framesAtCheckpoint = db.walFrames
       }
     }
     let left = pause - (Self.now() - now)
-    if left > 0 && db.othersHaveTheFileOpen(besides: copier == nil ? 0 : 1) { usleep(useconds_t(left * 1000)) }
+    if left > 0 && db.othersHaveTheFileOpen() { usleep(useconds_t(left * 1000)) }
   }
 
   private func nextChunkRows(_ rows: Int, millis: Double) -> Int {

@@ -200,12 +200,10 @@ public final class Database {
   /// for as long as it is open; Linux lists every process's locks in `/proc/locks`.
   /// Asking with `F_GETLK` would mean opening the `-shm`, and closing a descriptor drops
   /// every POSIX lock the process holds on that file, SQLite's own included. True when
-  /// it cannot tell (no `/proc/locks`, no `-shm`). `companions`: connections of this
-  /// process to the same file that do not count (a helper's own, such as eviction's
-  /// checkpointing thread).
-  public func othersHaveTheFileOpen(besides companions: Int = 0) -> Bool {
+  /// it cannot tell (no `/proc/locks`, no `-shm`).
+  public func othersHaveTheFileOpen() -> Bool {
     guard let identity else { return false }
-    if Self.openHere.withLock({ $0[identity] ?? 0 }) > 1 + companions { return true }
+    if Self.openHere.withLock({ $0[identity] ?? 0 }) > 1 { return true }
     guard let shm = FileIdentity(path + "-shm"),
       let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
     else { return true }
