@@ -6,7 +6,8 @@
 #
 # BIN_DIR holds a release `chatdb`; WORK_DIR is scratch space (about 1 GB). Prints one
 # line per figure: what, chatdb, peer, ratio, goal, PASS/MISS. Self-contained: needs
-# only chatdb, sqlite3 and python3.
+# only chatdb, sqlite3 and python3. MESSAGES (1,000,000) sets the history's size, RUNS (3)
+# how many times each eviction runs.
 set -euo pipefail
 bin=${1:?usage: evict_usage.sh BIN_DIR WORK_DIR}
 work=${2:?usage: evict_usage.sh BIN_DIR WORK_DIR}
@@ -41,22 +42,19 @@ t = datetime.datetime.strptime('$cutoff', '%Y-%m-%dT%H:%M:%S.%fZ') + datetime.ti
 print(t.strftime('%Y-%m-%dT%H:%M:%S.') + f'{t.microsecond // 1000:03d}Z')")
 older=$(sqlite3 "$src" "SELECT count(*) FROM Messages WHERE created_at < '$cutoff'")
 total=$(sqlite3 "$src" "SELECT count(*) FROM Messages")
-cp "$src" "$d/sql.db"
-cp "$src" "$d/chatdb.db"
 cp "$src" "$d/usage.db"
-cat "$d"/*.db >/dev/null
 echo "   eviction: $older of $total messages older than $cutoff (now=$now, --older-than 30d)"
 
 summaries="$(cd "$(dirname "$0")" && pwd)/summaries.sql"
+python3 "$(dirname "$0")/segments.py" "$src" "$d/segments.db" >/dev/null
 # 1. Plain SQL in the sqlite3 shell: DELETE, then give the pages back. As chatdb evict
 #    does, with the connection's triggers off and the conversation summaries then
 #    recomputed set-wise (summaries.sql), and the search indexes (migration 0005) kept
 #    the fastest way FTS5 has: 'delete' of the rows' entries set-wise (the CJK index's
 #    segmented text made beforehand, untimed: segments.py), then 'optimize' to drop the
 #    entries and free their pages, so both files end the same (chatdb check --full).
-python3 "$(dirname "$0")/segments.py" "$src" "$d/segments.db" >/dev/null
-t0=$(now_s)
-sqlite3 "$d/sql.db" >/dev/null <<SQL
+evict_sql() {
+  sqlite3 "$d/sql.db" >/dev/null <<SQL
 .dbconfig enable_trigger off
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
@@ -74,17 +72,32 @@ INSERT INTO MessageSearch (MessageSearch) VALUES ('optimize');
 INSERT INTO MessageSearchCJK (MessageSearchCJK) VALUES ('optimize');
 PRAGMA incremental_vacuum;
 SQL
-t1=$(now_s)
-sql_s=$(echo "$t1 - $t0" | bc -l)
-rm -f "$d/segments.db"
+}
 # 2. chatdb evict, end to end (plan, chunked deletes, reclaim, checkpoint, report).
-t0=$(now_s)
-"$bin/chatdb" evict --db "$d/chatdb.db" --older-than 30d --now "$now" --json >"$d/evict.json"
-t1=$(now_s)
-evict_s=$(echo "$t1 - $t0" | bc -l)
-read -r max_chunk chunks freed p99_chunk slow_chunks interrupted < <(python3 -c "
+evict_chatdb() {
+  "$bin/chatdb" evict --db "$d/chatdb.db" --older-than 30d --now "$now" --json >"$d/evict.json"
+}
+# Both end to end on fresh copies, taking turns, three times each (RUNS): the best time
+# of each (the plain SQL's time varied 15-22 s between idle runs on one machine), and
+# the lock times of every chatdb run (the longest of all of them is the one reported).
+sql_s="" evict_s="" max_chunk=0 p99_chunk=0 slow_chunks=0 interrupted=0 chunks=0 freed=0 times=""
+for run in $(seq "${RUNS:-3}"); do
+  cp "$src" "$d/sql.db" && cp "$src" "$d/chatdb.db" && rm -f "$d"/sql.db-* "$d"/chatdb.db-*
+  cat "$d/sql.db" "$d/chatdb.db" >/dev/null
+  t0=$(now_s); evict_sql; t1=$(now_s)
+  s=$(echo "$t1 - $t0" | bc -l)
+  t0=$(now_s); evict_chatdb; t1=$(now_s)
+  e=$(echo "$t1 - $t0" | bc -l)
+  times="$times $(printf '%.2f/%.2f' "$e" "$s")"
+  if [ -z "$sql_s" ] || [ "$(echo "$s < $sql_s" | bc -l)" = 1 ]; then sql_s=$s; fi
+  if [ -z "$evict_s" ] || [ "$(echo "$e < $evict_s" | bc -l)" = 1 ]; then evict_s=$e; fi
+  read -r max_chunk chunks freed p99_chunk slow_chunks interrupted < <(python3 -c "
 import json; r = json.load(open('$d/evict.json'))['files'][0]['result']
-print(r['maxChunkMillis'], r['chunks'], r['freedBytes'], r['p99ChunkMillis'], r['slowChunks'], r['interruptedChunks'])")
+print(max($max_chunk, r['maxChunkMillis']), r['chunks'], r['freedBytes'], max($p99_chunk, r['p99ChunkMillis']),
+      $slow_chunks + r['slowChunks'], $interrupted + r['interruptedChunks'])")
+done
+rm -f "$d/segments.db"
+echo "   runs (chatdb/sqlite3 seconds):$times"
 
 left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
 left_chatdb=$(sqlite3 "$d/chatdb.db" "SELECT count(*) FROM Messages")
@@ -96,14 +109,14 @@ for f in sql chatdb; do
     echo "   WARNING: chatdb check --full finds problems in the $f file after eviction"
   rm -f "$d/chats-1.db"*
 done
-echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions"
-echo "   lock times: 99% of the transactions under $p99_chunk ms, $slow_chunks over 50 ms; $interrupted stopped at 40 ms and redone smaller"
+echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions (last run)"
+echo "   lock times, all ${RUNS:-3} runs: 99% of each run's transactions under $p99_chunk ms at worst, $slow_chunks over 50 ms; $interrupted stopped at 40 ms and redone smaller"
 
 ratio=$(echo "$evict_s / $sql_s" | bc -l)
 line "what" "chatdb" "peer" "ratio" "goal" ""
-line "evict --older-than, half of 1M (end to end)" "$(printf '%.2f s' "$evict_s")" "$(printf 'SQL DELETE+FTS5+vacuum %.2f s' "$sql_s")" \
+line "evict --older-than, half of 1M (best of ${RUNS:-3})" "$(printf '%.2f s' "$evict_s")" "$(printf 'SQL DELETE+FTS5+vacuum %.2f s' "$sql_s")" \
   "$(printf '%.2fx' "$ratio")" "<= 1.00x" "$(verdict "$ratio" 1.0)"
-line "evict: longest write-lock hold" "$(printf '%.1f ms' "$max_chunk")" "" "" "<= 50 ms" "$(verdict "$max_chunk" 50)"
+line "evict: longest write-lock hold, all runs" "$(printf '%.1f ms' "$max_chunk")" "" "" "<= 50 ms" "$(verdict "$max_chunk" 50)"
 
 # 3. usage on the whole 1M file versus the bare dbstat query (best of 3, warm).
 usage_s=$(best_of 3 "$bin/chatdb" usage --db "$d/usage.db" --json)
