@@ -444,9 +444,14 @@ public final class Evictor {
   }
 
   private func nextChunkRows(_ rows: Int, millis: Double) -> Int {
-    if let fixed = options.fixedChunkRows { return fixed }
-    let scaled = Double(rows) * options.targetChunkMillis / max(millis, 0.5)
-    return Int(min(max(scaled, Double(rows) / 2, 100), Double(rows) * 1.5, Double(options.maxChunkRows)))
+    options.fixedChunkRows ?? Self.scaled(rows, took: millis, aiming: options.targetChunkMillis, within: 100...options.maxChunkRows)
+  }
+
+  /// The next size of a chunk of `size` that took `millis`, for one that takes `target`
+  /// ms: at most half as large again, at least half as large, and within `bounds`.
+  static func scaled(_ size: Int, took millis: Double, aiming target: Double, within bounds: ClosedRange<Int>) -> Int {
+    let scaled = Double(size) * target / max(millis, 0.5)
+    return Int(min(max(scaled, Double(size) / 2, Double(bounds.lowerBound)), Double(size) * 1.5, Double(bounds.upperBound)))
   }
 
   // MARK: - Reclaiming
@@ -496,8 +501,7 @@ public final class Evictor {
       if work < 2 { break }
       // Half the delete chunks' time: a step's time varies more (FTS5 counts the pages
       // it writes, and entries that cancel out are read but never written).
-      let target = options.targetChunkMillis / 2
-      mergePages = Int(min(max(Double(pages) * target / max(millis, 0.5), Double(pages) / 2, 16), Double(pages) * 1.5))
+      mergePages = Self.scaled(pages, took: millis, aiming: options.targetChunkMillis / 2, within: 16...Int.max)
     }
   }
 
@@ -516,8 +520,7 @@ public final class Evictor {
         // deadline cannot stop (a step aimed at 20 ms held the lock 53 ms, 23 ms of it
         // committing).
         if options.fixedChunkRows == nil {
-          let target = options.targetChunkMillis / 2
-          pages = Int(min(max(Double(pages) * target / max(millis, 0.5), Double(pages) / 2, 64), Double(pages) * 1.5))
+          pages = Self.scaled(pages, took: millis, aiming: options.targetChunkMillis / 2, within: 64...Int.max)
         }
       }
       return .incrementalVacuum
