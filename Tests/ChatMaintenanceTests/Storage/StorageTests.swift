@@ -224,6 +224,28 @@ import Testing
     }
   }
 
+  @Test func evictingEveryMessageEmptiesTheSearchIndexes() throws {
+    // Nothing is left to merge into: the indexes are emptied at once ('delete-all'),
+    // exactly, and the outbox and its index stay.
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    try fill(db, messages: 2_000)
+    let outbox = try Self.outbox(db)
+    let policy = Self.policy {
+      $0.now = Date(timeIntervalSince1970: 4_000_000_000)
+      $0.olderThan = EvictionPolicy.age("1d")
+    }
+    let result = try Self.evict(db, policy)
+    #expect(result.deletedMessages == 2_000)
+    #expect(try db.int64("SELECT count(*) FROM Messages") == 0)
+    #expect(try Self.outbox(db) == outbox)
+    #expect(try SearchIndexCheck.problems(db, exact: true).isEmpty)
+    for table in ["MessageSearch", "MessageSearchCJK"] {
+      #expect(try SearchIndexUpkeep.levels(db, table)?.map(\.segments).reduce(0, +) == 0, "\(table)")
+    }
+    #expect(try db.string("PRAGMA integrity_check") == "ok")
+  }
+
   @Test func aConversationAloneGoesWholeAndOnlyIt() throws {
     let folder = try HistoryFolder()
     let db = try folder.database()
