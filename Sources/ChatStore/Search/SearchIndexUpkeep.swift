@@ -287,10 +287,10 @@ public final class SearchIndexUpkeep {
       }
       return Int(truncatingIfNeeded: value)
     }
-    guard let count = varint(), count <= 64, varint() != nil, varint() != nil else { return nil }
+    guard let count = varint(), (0...64).contains(count), varint() != nil, varint() != nil else { return nil }
     var levels: [Level] = []
     for _ in 0..<count {
-      guard let merging = varint(), let segments = varint(), segments <= 2_000 else { return nil }
+      guard let merging = varint(), let segments = varint(), (0...2_000).contains(segments), merging >= 0 else { return nil }
       for _ in 0..<segments * 3 { guard varint() != nil else { return nil } }  // id, first and last leaf
       levels.append(Level(segments: segments, merging: merging))
     }

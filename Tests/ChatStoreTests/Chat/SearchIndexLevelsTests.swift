@@ -53,6 +53,26 @@ import Testing
     try db.execute("INSERT INTO MessageSearch (MessageSearch, rank) VALUES ('integrity-check', 0)")
   }
 
+  @Test("A damaged structure record reads as nil, never as a crash")
+  func aDamagedStructureIsNil() throws {
+    let (_, db) = try Self.fixture(batches: 2)
+    let cookie: [UInt8] = [0, 0, 0, 1]
+    let damaged: [[UInt8]] = [
+      [], cookie, cookie + [0xFF],
+      cookie + [UInt8](repeating: 0xFF, count: 9) + [0, 0],  // a level count that reads as negative
+      cookie + [1, 1, 0] + [0] + [UInt8](repeating: 0xFF, count: 9),  // a segment count that reads as negative
+      cookie + [65, 0, 0],  // more levels than FTS5 has
+      cookie + [1, 5, 0, 0, 5, 1, 1],  // five segments announced, one there
+      cookie + [0xFF, 0x00, 0x00, 0x01, 1, 1, 0],  // the V2 format
+    ]
+    for record in damaged {
+      try db.execute("UPDATE MessageSearch_data SET block = ? WHERE id = 10", [DatabaseValue.blob(record)])
+      #expect(try SearchIndexUpkeep.levels(db, "MessageSearch") == nil, "\(record)")
+    }
+    try db.execute("UPDATE MessageSearch_data SET block = ? WHERE id = 10", [DatabaseValue.blob(cookie + [1, 0, 0, 0, 0])])
+    #expect(try SearchIndexUpkeep.levels(db, "MessageSearch") == [Level(segments: 0, merging: 0)])
+  }
+
   @Test("FTS5's choice: an unfinished merge first unless a lower level holds more, else the fullest level")
   func nextMergeLevelFollowsFTS5sRule() {
     let cases: [([Level], Int?)] = [
