@@ -110,7 +110,7 @@ for f in sql chatdb; do
   rm -f "$d/chats-1.db"*
 done
 echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions (last run)"
-echo "   lock times, all ${RUNS:-3} runs: 99% of each run's transactions under $p99_chunk ms at worst, $slow_chunks over 50 ms; $interrupted stopped at 40 ms and redone smaller"
+echo "   lock times, all ${RUNS:-3} runs: 99% of each run's transactions under $p99_chunk ms at worst, $slow_chunks over 50 ms; $interrupted stopped at their deadline and redone smaller"
 
 ratio=$(echo "$evict_s / $sql_s" | bc -l)
 line "what" "chatdb" "peer" "ratio" "goal" ""
