@@ -191,19 +191,21 @@ public final class Evictor {
     var vacuumMillis: Double?
     var note: String?
     // The search indexes keep a deleted row's entries until their segments merge.
-    if deleted > 0, try db.int64("SELECT EXISTS (SELECT 1 FROM Messages)") == 0 {
-      // Every message gone: each entry meets its deletion marker, so FTS5's merge would
-      // read the whole index and write nothing, in one step no deadline can stop (its
-      // budget counts pages written: 326–616 ms on 200,000 messages). 'delete-all'
-      // empties the indexes in one transaction (35 ms of statements and a 100 ms commit
-      // there): still over 50 ms on a large file, but the shortest way FTS5 has.
-      _ = try inChunk(stoppable: false) {
-        for table in searchIndexes { try db.execute("INSERT INTO \(table) (\(table)) VALUES ('delete-all')") }
-        return 0
+    if deleted > 0 {
+      if try db.int64("SELECT EXISTS (SELECT 1 FROM Messages)") == 0 {
+        // Every message gone: each entry meets its deletion marker, so FTS5's merge would
+        // read the whole index and write nothing, in one step no deadline can stop (its
+        // budget counts pages written: 326–616 ms on 200,000 messages). Emptying the
+        // indexes takes one transaction (35 ms of statements and a 100 ms commit there):
+        // still over 50 ms on a large file, but the shortest way FTS5 has.
+        _ = try inChunk(stoppable: false) {
+          for table in searchIndexes { try SearchIndexUpkeep.deleteAll(db, table) }
+          return 0
+        }
+      } else {
+        try mergeDeletionMarkers(atEnd: true)
+        for table in searchIndexes { try mergeSearchIndexes(table, anyLevel: true) }
       }
-    } else if deleted > 0 {
-      try mergeDeletionMarkers(atEnd: true)
-      for table in searchIndexes { try mergeSearchIndexes(table, anyLevel: true) }
     }
     let reclaim = try reclaimSpace(vacuumMillis: &vacuumMillis, note: &note)
 

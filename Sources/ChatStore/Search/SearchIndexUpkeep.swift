@@ -314,6 +314,14 @@ public final class SearchIndexUpkeep {
     return most >= usermerge ? best : nil
   }
 
+  /// Removes every entry from `table`, in the caller's transaction: right only when
+  /// `Messages` is empty (eviction took every message). See
+  /// <https://sqlite.org/fts5.html#the_delete_all_command>.
+  public static func deleteAll(_ db: Database, _ table: String) throws {
+    precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
+    try db.execute("INSERT INTO \(table) (\(table)) VALUES ('delete-all')")
+  }
+
   /// One step of merging `table`'s segments, about `pages` pages, in the caller's
   /// transaction; returns the rows it wrote (under 2: nothing left to merge). With
   /// `anyLevel` it merges wherever a level holds two segments, so deletion markers
