@@ -98,6 +98,20 @@ print(max($max_chunk, r['maxChunkMillis']), r['chunks'], r['freedBytes'], max($p
 done
 rm -f "$d/segments.db"
 echo "   runs (chatdb/sqlite3 seconds):$times"
+# Once more beside a writer committing every 50 ms (what chat-sync's busiest moments
+# look like), timing how long the writer waits for the lock: the figure the lock goal
+# stands for. Evict then pauses for the writer after each chunk, so it takes longer.
+cp "$src" "$d/writer.db" && rm -f "$d"/writer.db-*
+w=$(python3 "$(dirname "$0")/writer_beside.py" "$d/writer.db" -- \
+  "$bin/chatdb" evict --db "$d/writer.db" --older-than 30d --now "$now" --json)
+python3 - "$w" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+print(f"   beside a writer committing every 50 ms: evict {r['seconds']:.2f} s (exit {r['exit']}); the writer's "
+      f"{r['writes']} commits waited {r['waitP50Millis']} ms at p50, {r['waitP99Millis']} ms at p99, "
+      f"{r['waitMaxMillis']} ms at most; {r['busy']} SQLITE_BUSY")
+PY
+rm -f "$d"/writer.db*
 
 left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
 left_chatdb=$(sqlite3 "$d/chatdb.db" "SELECT count(*) FROM Messages")

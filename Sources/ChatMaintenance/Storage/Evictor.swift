@@ -67,9 +67,10 @@ public struct EvictionResult: Sendable {
 /// (`ConversationSummaryUpkeep`) from what it deleted (`IDRangeDelete` for an age
 /// cutoff, `DELETE … RETURNING` otherwise), at a fraction of the triggers' cost per row.
 /// While another connection has the file open, the evictor pauses briefly between
-/// chunks, and for longer (`politePauseMillis`, more than SQLite's longest busy-handler
-/// sleep of 100 ms) for two seconds after it sees another connection write, so a
-/// waiting writer gets the lock at its next retry; alone, it does not pause.
+/// chunks, and for longer (`politePauseMillis`, longer than the busy handler's gap
+/// between two retries of a writer that has waited out one chunk) for two seconds after
+/// it sees another connection write, so a waiting writer gets the lock at its next
+/// retry; alone, it does not pause.
 /// See <https://sqlite.org/lang_transaction.html> and
 /// <https://sqlite.org/pragma.html#pragma_incremental_vacuum>.
 public final class Evictor {
@@ -91,8 +92,16 @@ public final class Evictor {
     public var maxChunkRows = 100_000
     /// A fixed number of rows per chunk instead of the adaptive size.
     public var fixedChunkRows: Int?
-    /// Pause after a chunk while another connection is writing.
-    public var politePauseMillis: Double = 110
+    /// Pause after a chunk while another connection is writing. SQLite's busy handler
+    /// retries after 1, 3, 8, 18, 33, 53, 78 ms of waiting, then less often; a writer
+    /// that began waiting during a chunk (at most 50 ms) retries at most 20 ms after the
+    /// chunk ends, so 30 ms catches it, and one that waited longer (a rare long lock)
+    /// lands in one of the next pauses. It was 110 (longer than the handler's longest
+    /// sleep): with a writer committing every 50 ms through the eviction of half of 1M,
+    /// evict took 102.8 s, the writer waiting 33.7 ms at p99 and 55.5 ms at most; at 30,
+    /// 37.8–44.5 s in three runs, the writer waiting 19.5–33.7 ms at p99 and
+    /// 33.8–37.5 ms at most (`scripts/bench.d/writer_beside.py`); at 20, 55.1 ms at most.
+    public var politePauseMillis: Double = 30
     /// Where SQLite writes VACUUM's temporary copy (for the free-space check).
     public var temporaryDirectory: String?
     public init() {}
@@ -424,8 +433,8 @@ public final class Evictor {
   }
 
   /// Gives the lock away for a moment: briefly (a sixteenth of the chunk, with jitter so a
-  /// writer's retries never lock into step with the chunks), or for longer than
-  /// SQLite's longest busy-handler sleep while another connection is writing; not at
+  /// writer's retries never lock into step with the chunks), or for longer
+  /// (`politePauseMillis`) while another connection is writing; not at
   /// all while no other connection has the file open (`Database.othersHaveTheFileOpen`):
   /// a writer has to open the file before it can wait for the lock, and the next
   /// chunk's pause sees it.
