@@ -508,4 +508,34 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     #expect(try db.string("SELECT count(*) FROM f WHERE f MATCH 'common'") == "4000")
     try db.execute("INSERT INTO f (f, rank) VALUES ('integrity-check', 0)")
   }
+
+  @Test("collectingInsertedRowIDs lists the rows inserted into one table, in order, as RETURNING would, and stops after")
+  func insertedRowIDsAreCollected() throws {
+    let db = try Database(path: ":memory:")
+    try db.execute(
+      """
+      CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT UNIQUE); CREATE TABLE other (id INTEGER PRIMARY KEY);
+      CREATE TABLE t_log (id INTEGER); INSERT INTO t VALUES (5, 'five');
+      CREATE TRIGGER t_insert AFTER INSERT ON t BEGIN INSERT INTO t_log VALUES (NEW.id); END;
+      """)
+    var ids: [Int64] = [99]
+    try db.collectingInsertedRowIDs(into: "t", &ids) {
+      // 5 is there already and 'dup' clashes on k: OR IGNORE skips both; the other
+      // tables' inserts (the trigger's, the second statement's) are not listed.
+      try db.execute("INSERT OR IGNORE INTO t VALUES (7, 'a'), (5, 'b'), (3, 'dup'), (4, 'dup'), (NULL, 'c')")
+      try db.execute("INSERT INTO other VALUES (1), (2); UPDATE t SET k = 'x' WHERE id = 7; DELETE FROM t WHERE id = 5")
+    }
+    #expect(ids == [99, 7, 3, 8])
+    #expect(try db.query("SELECT id FROM t_log ORDER BY rowid") { $0.int64(0) } == [7, 3, 8])
+    // A failing body still removes the hook; inserts after it are not collected.
+    var after: [Int64] = []
+    #expect(throws: SQLiteError.self) {
+      try db.collectingInsertedRowIDs(into: "t", &after) {
+        try db.execute("INSERT INTO t VALUES (20, 'y')")
+        try db.execute("INSERT INTO t VALUES (21, 'y')")
+      }
+    }
+    try db.execute("INSERT INTO t VALUES (30, 'z')")
+    #expect(after == [20])
+  }
 }

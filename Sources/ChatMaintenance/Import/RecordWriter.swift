@@ -54,7 +54,7 @@ public final class RecordWriter {
   private let summaries: ConversationSummaryUpkeep
   /// The search indexes, kept row by row while triggers are off.
   private let search: SearchIndexUpkeep
-  /// The ids a multi-row insert returned (the rows it inserted).
+  /// The ids of the rows a multi-row insert inserted (`Database.collectingInsertedRowIDs`).
   private var insertedIDs: [Int64] = []
   private let insertUser: Statement
   private let insertMessage: Statement
@@ -99,7 +99,6 @@ public final class RecordWriter {
       """
       INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
-      RETURNING id
       """)
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
@@ -370,7 +369,7 @@ public final class RecordWriter {
     }
     for (index, item) in pendingMessages.enumerated() { try bind(item.message, to: insertMessages, at: Int32(index * 8)) }
     insertedIDs.removeAll(keepingCapacity: true)
-    try insertMessages.forEachRowOfBindings { insertedIDs.append($0.int64(0)) }
+    try db.collectingInsertedRowIDs(into: "Messages", &insertedIDs) { try insertMessages.forEachRowOfBindings { _ in } }
     let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {

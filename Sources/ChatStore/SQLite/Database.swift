@@ -176,6 +176,40 @@ public final class Database {
   /// 0 before `countWALFrames()`.
   public var walFrames: Int { Int(walFrameCount?.pointee ?? 0) }
 
+  // MARK: - Inserted rows
+
+  /// Runs `body` and appends to `ids` the rowid of every row it inserted into `table`
+  /// on this connection, in order: what `INSERT … RETURNING rowid` gives, without its
+  /// cost. SQLite keeps the rows a `RETURNING` returns in a temporary table until the
+  /// statement ends; an `sqlite3_update_hook` is a C call per row. A row an
+  /// `OR IGNORE` skipped is not inserted and not listed. Triggers and foreign-key
+  /// actions that insert into `table` count too. See
+  /// <https://sqlite.org/c3ref/update_hook.html>.
+  public func collectingInsertedRowIDs(
+    into table: StaticString, _ ids: inout [Int64], _ body: () throws -> Void
+  ) rethrows {
+    struct Context {
+      var table: UnsafePointer<CChar>
+      var ids: UnsafeMutablePointer<[Int64]>
+    }
+    let name = UnsafeRawPointer(table.utf8Start).assumingMemoryBound(to: CChar.self)
+    try withUnsafeMutablePointer(to: &ids) { ids in
+      var context = Context(table: name, ids: ids)
+      try withUnsafeMutablePointer(to: &context) { context in
+        sqlite3_update_hook(
+          handle,
+          { context, operation, _, table, rowID in
+            guard operation == SQLITE_INSERT, let table, let context = context?.assumingMemoryBound(to: Context.self),
+              strcmp(table, context.pointee.table) == 0
+            else { return }
+            context.pointee.ids.pointee.append(rowID)
+          }, context)
+        defer { sqlite3_update_hook(handle, nil, nil) }
+        try body()
+      }
+    }
+  }
+
   // MARK: - Other connections
 
   /// A file, by device and inode (one file under any of its paths).
