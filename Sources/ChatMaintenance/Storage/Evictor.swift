@@ -77,16 +77,18 @@ public final class Evictor {
   /// Tuning, for tests and `--chunk-rows`.
   public struct Options: Sendable {
     /// Lock time a chunk aims at.
-    public var targetChunkMillis: Double = 20
+    public var targetChunkMillis: Double = 18
     /// Lock time after which a chunk's statements are stopped and the chunk rolled back
     /// and redone at half the size (`Database.interrupt(after:)`): a chunk that aims at
-    /// 20 ms takes three to five times that now and then (the same chunk does not, run
+    /// 18–20 ms takes three to five times that now and then (the same chunk does not, run
     /// again: the machine, not the data), and a writer waiting for the lock should
-    /// never wait more than 50 ms. 36, not 40: the `COMMIT` after the deadline, which
-    /// cannot be stopped, takes up to 10 ms and more (three runs of half of 1M at 40:
-    /// the longest lock 53.7 ms; six at 36: 49.7 and 51.7 ms). Chunks of fixed rows
+    /// never wait more than 50 ms. 32, not 40: the `COMMIT` after the deadline, which
+    /// cannot be stopped, takes 2–3 ms but 10–17 ms when the machine stalls (three runs
+    /// of half of 1M at 40: the longest lock 53.7 ms; at 36 and a 20 ms aim, 2 of 8
+    /// runs had one over 50 ms, 59.0 and 66.4 ms; at 32 and 18 ms, none of 8, the
+    /// longest 46.5 ms, in the same time: 17.0 s on average both). Chunks of fixed rows
     /// and the smallest ones are never stopped, so the job always moves on.
-    public var interruptAfterMillis: Double = 36
+    public var interruptAfterMillis: Double = 32
     /// Rows per chunk to start with, and the bounds of the adaptive size.
     public var initialChunkRows = 1_000
     public var maxChunkRows = 100_000
@@ -524,12 +526,13 @@ public final class Evictor {
       }
       mergePages = pages
       if work < 2 { break }
-      // Four fifths of the delete chunks' time: a step's time varies more (FTS5 counts
-      // the pages it writes, and entries that cancel out are read but never written),
-      // but every step also reads and trims each of its input segments again, so fewer
-      // steps merge faster. Half of 1M, paired runs: aiming at 16 ms instead of 10 took
-      // 5% less in all (6 of 7 pairs; final merge 5.6 s against 6.1 s), with no longer
-      // locks; aiming at 22 ms, more steps ran past the deadline (final merge 6.9–8.7 s).
+      // Four fifths of the delete chunks' time (14.4 ms): a step's time varies more
+      // (FTS5 counts the pages it writes, and entries that cancel out are read but
+      // never written), but every step also reads and trims each of its input segments
+      // again, so fewer steps merge faster. Half of 1M, paired runs with chunks aimed at
+      // 20 ms: merge steps aimed at 16 ms instead of 10 took 5% less in all (6 of 7
+      // pairs; final merge 5.6 s against 6.1 s), with no longer locks; aimed at 22 ms,
+      // more steps ran past the deadline (final merge 6.9–8.7 s).
       mergePages = Self.scaled(pages, took: millis, aiming: options.targetChunkMillis * 0.8, within: 16...Int.max)
     }
   }
