@@ -258,7 +258,7 @@ public final class Evictor {
       let chunk = try db.prepare(HotQuery.deleteConversationChunk.sql)
       for part in plan.conversations {
         while true {
-          let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows, checkingEvery: Self.deleteChecks) { rows in
+          let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
             try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
           }
           deleted += Int64(changed)
@@ -283,7 +283,7 @@ public final class Evictor {
     var low = (try db.int64(HotQuery.oldestMessage.sql) ?? 0) - 1
     while low < maxID {
       var high = maxID
-      let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows, checkingEvery: Self.deleteChecks) { rows in
+      let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
         high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
         if let range { return try range.delete(low, high, summaries: summaries, search: search) }
         return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
@@ -364,19 +364,12 @@ public final class Evictor {
 
   /// Rows of the smallest delete chunk (never stopped).
   static let smallestChunkRows = 100
-  /// How often a delete chunk's statements check the deadline, in virtual machine
-  /// instructions. Its FTS5 `'delete'` statements spend microseconds per instruction
-  /// (each row's text is tokenized in one), so at 1,000 a chunk stopped at 32 ms was
-  /// seen to stop only at 44–51 ms in a slow hour; at 100, six paired runs of half of
-  /// 1M took the same time (16.2 s on average) with the longest lock per run at
-  /// 36.0–44.8 ms against 37.2–45.8 ms.
-  static let deleteChecks: Int32 = 100
 
   /// Runs `body(size)` as one chunk (`inChunk`); when the chunk is stopped at its
   /// deadline, halves `size`, down to `smallest` (never stopped), and runs it again.
   /// Returns what the chunk that finished returned; `size` is then the size it ran at.
   private func inChunks(
-    size: inout Int, smallest: Int, checkingEvery: Int32 = 1_000, _ body: (Int) throws -> Int
+    size: inout Int, smallest: Int, checkingEvery: Int32 = 100, _ body: (Int) throws -> Int
   ) throws -> (Int, Double) {
     while true {
       let current = size
@@ -393,9 +386,13 @@ public final class Evictor {
   /// stopped and rolled back, and nil returned: the caller redoes it smaller. The
   /// deadline is checked every `checkingEvery` instructions of each statement
   /// (`Database.interrupt(after:checkingEvery:)`): 16 for FTS5's merges and
-  /// `incremental_vacuum`, whose work is many short statements or one short loop, 100
-  /// for the deletes (`deleteChecks`).
-  private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 1_000, _ body: () throws -> Int) throws -> (Int, Double)? {
+  /// `incremental_vacuum`, whose work is many short statements or one short loop; 100
+  /// for the deletes, whose FTS5 `'delete'` statements spend microseconds per
+  /// instruction (each row's text is tokenized in one). At 1,000 a delete chunk stopped
+  /// at 32 ms was seen to stop only at 44–51 ms in a slow hour; at 100, six paired runs
+  /// of half of 1M took the same time (16.2 s on average) with the longest lock per run
+  /// at 36.0–44.8 ms against 37.2–45.8 ms.
+  private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 100, _ body: () throws -> Int) throws -> (Int, Double)? {
     let asked = Self.now()
     try db.execute("BEGIN IMMEDIATE")
     let locked = Self.now()
