@@ -80,7 +80,7 @@ public final class Relay: @unchecked Sendable {
     try? store.checkpointInBackground()
     return RelayServer.Handlers(
       http: { [self] in answer($0) },
-      authorizeSocket: { [self] in try? authenticate($0) },
+      authorizeSocket: { [self] in try authenticate($0) },
       socketOpened: { [self] in opened($0, user: $1) },
       socketText: { [self] in received($2, on: $0, from: $1) },
       socketClosed: { [self] in closed($0, user: $1) },
@@ -142,6 +142,12 @@ public final class Relay: @unchecked Sendable {
       case "/v1/messages":
         if request.method == "POST" { return try postMessage(request, from: user) }
         return try only("GET", request, allow: "GET, POST") { try sync(request, for: user) }
+      case "/v1/me":
+        // Whose token this is: a client checks it before it sends anything as that user.
+        return try only("GET", request) {
+          guard let me = try store.user(id: user) else { throw APIError.unauthorized }
+          return .json(200, ["user": me.json])
+        }
       case "/v1/users":
         return try only("GET", request) { try profiles(request.query["ids"], for: user) }
       case let path where path.hasPrefix("/v1/users/"):
@@ -365,13 +371,15 @@ public final class Relay: @unchecked Sendable {
         send(Self.event("delivery_acknowledged", ["messageIds": .array(ack.payload.messageIds.map { .int($0) })]), to: socket)
       case "read":
         let receipt: Payload<ReadReceipt> = try decode(data)
-        // Reading implies delivery: messages read before their acknowledgement reached
-        // the relay leave it now, and their sender sees them delivered first.
-        let unacknowledged = try store.undelivered(from: receipt.payload.conversationId, to: user, upTo: receipt.payload.upTo)
-        for update in try store.acknowledgeDelivery(by: user, ids: unacknowledged) { push(update) }
+        // A read receipt never stands in for delivery: the mark stops below any message
+        // the reader has not acknowledged (RelayStore.markRead).
         if let update = try store.markRead(by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo) {
           push(update)
         }
+        // The client keeps the receipt in its file (and sends it again) until this names a
+        // mark at or above it; marks are forward only, so a repeat changes nothing.
+        let mark = try store.readMark(by: user, conversation: receipt.payload.conversationId)
+        send(Self.event("read_acknowledged", ["conversationId": .int(receipt.payload.conversationId), "upTo": .int(mark)]), to: socket)
       case "typing":
         let typing: Payload<Typing> = try decode(data)
         if try store.canSee(viewer: user, user: typing.payload.toUserId) {

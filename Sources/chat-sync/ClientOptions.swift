@@ -120,6 +120,29 @@ struct RelayAccess: Sendable {
   }
 }
 
+extension RelayAccess {
+  /// Checks with the relay (`GET /v1/me`) that the token is `owner`'s before a command
+  /// sends anything: another user's token, or a refused one, ends the command with 77.
+  /// Returns false when the relay cannot be reached (the caller may go on offline).
+  func requireIdentity(_ owner: Int64, http: HTTPTransport, timeout: Double) throws -> Bool {
+    let requests = RelayRequests(http: http)
+    let failure: (any Error)? = blocking {
+      do {
+        try await requests.requireIdentity(owner, timeout: timeout)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    switch failure {
+    case nil: return true
+    case let wrong as WrongUserToken: throw OnceFailure(status: .permission, message: wrong.description)
+    case SyncFailure.unauthorized(let reason)?: throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
+    default: return false
+    }
+  }
+}
+
 /// Runs async work from a synchronous command and waits for it.
 func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
   let box = Box<T>()

@@ -21,6 +21,8 @@ enum RunCommand: ParsableCommand {
     var relay: RelayAccess
     var once: Bool
     var deadline: Int
+    var maxAttempts: Int
+    var maxAgeHours: Int
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
       relay = RelayAccess(&o)
@@ -28,6 +30,15 @@ enum RunCommand: ParsableCommand {
       deadline = o.option(
         "--deadline", valueName: "seconds", help: "With --once: how long to keep retrying sends (default 30).",
         parse: Parse.count(from: 1, to: 3_600)) ?? 30
+      let defaults = SyncEngine.Options()
+      maxAttempts = o.option(
+        "--max-attempts", valueName: "n",
+        help: "Failed sends (5xx, 429, no answer) before a message fails for good (default \(defaults.maxAttempts)).",
+        parse: Parse.count(from: 1, to: 1_000_000)) ?? defaults.maxAttempts
+      maxAgeHours = o.option(
+        "--max-age", valueName: "hours",
+        help: "A message older than this whose send fails fails for good (default \(Int(defaults.maxAge / 3_600))).",
+        parse: Parse.count(from: 1, to: 87_600)) ?? Int(defaults.maxAge / 3_600)
     }
     func validate() throws {
       try file.validate()
@@ -45,6 +56,8 @@ enum RunCommand: ParsableCommand {
     }
     var engineOptions = SyncEngine.Options()
     engineOptions.log = logLine
+    engineOptions.maxAttempts = options.maxAttempts
+    engineOptions.maxAge = Double(options.maxAgeHours) * 3_600
     let engine = SyncEngine(repository: repository, http: http, socket: socket, options: engineOptions)
     listener?.engine = engine
     defer { listener?.close() }
@@ -58,7 +71,7 @@ enum RunCommand: ParsableCommand {
         case .unsent(let waiting, let permanent):
           (.unsent, "Synced; \(waiting) message(s) wait for a retry, \(permanent) failed for good (chat-sync status).")
         case .unreachable(let reason): (.unavailable, "The relay could not be reached: \(reason)")
-        case .unauthorized(let reason): (.permission, "The relay refused the token: \(reason)")
+        case .unauthorized(let reason): (.permission, reason)
         }
       if status == .unavailable || status == .permission { throw OnceFailure(status: status, message: text) }
       options.file.report(
@@ -92,7 +105,7 @@ enum RunCommand: ParsableCommand {
     reporter.cancel()
     let metrics = blocking { await engine.metrics }
     if let reason = blocking({ await engine.haltReason }) {
-      throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
+      throw OnceFailure(status: .permission, message: reason)
     }
     options.file.report(context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
   }

@@ -33,11 +33,12 @@ enum SendCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
+    // With a relay at hand, the token must be the file owner's before anything is queued.
+    let http = try? options.relay.transports().0
+    let reachable = try http.map { try options.relay.requireIdentity(try options.file.owner(), http: $0, timeout: 3) } ?? false
     let repository = try options.file.open(create: true)
     if try repository.user(options.to) == nil {
-      let fetched: User? = (try? options.relay.transports()).flatMap { http, _ in
-        blocking { try? await fetchProfile(options.to, http) }
-      }
+      let fetched: User? = reachable ? http.flatMap { http in blocking { try? await RelayRequests(http: http).profile(options.to) } } : nil
       try repository.addPlaceholder(fetched ?? User(id: options.to, name: "user \(options.to)"))
     }
     let request = try repository.send(to: options.to, content: options.text)
@@ -50,18 +51,5 @@ enum SendCommand: ParsableCommand {
       ]),
       text: "Queued request \(request.requestID) to user \(options.to)"
         + (nudged ? "; 'chat-sync run' is sending it." : "; the next 'chat-sync run' sends it."))
-  }
-
-  static func fetchProfile(_ id: Int64, _ http: HTTPTransport) async throws -> User? {
-    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users/\(id)", timeout: 3))
-    guard reply.status == 200 else { return nil }
-    struct Profile: Decodable {
-      var id: Int64
-      var name: String
-      var avatarUrl: String?
-      var lastConnectedAt: String?
-    }
-    let profile = try JSONDecoder().decode(Profile.self, from: Data(reply.body))
-    return User(id: profile.id, name: profile.name, avatarURL: profile.avatarUrl, lastConnectedAt: profile.lastConnectedAt)
   }
 }

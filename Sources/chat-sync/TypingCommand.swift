@@ -26,7 +26,10 @@ enum TypingCommand: ParsableCommand {
     let line = "typing \(options.to) \(options.stop ? 0 : 1)"
     var via = "chat-sync run"
     if !Nudge.send(line, to: options.file.target.path) {
-      let (_, connector) = try options.relay.transports()
+      let (http, connector) = try options.relay.transports()
+      guard try options.relay.requireIdentity(try options.file.owner(), http: http, timeout: 10) else {
+        throw OnceFailure(status: .unavailable, message: "The relay could not be reached")
+      }
       let event = JSONValue.object([
         "type": "typing", "payload": .object(["toUserId": .int(options.to), "typing": .bool(!options.stop)]),
       ]).render(pretty: false)

@@ -25,8 +25,9 @@ public final class RelayServer: @unchecked Sendable {
     /// request's `exchange` (the relay answers after its commit at the end of the turn).
     public var http: @Sendable (HTTPRequest) -> HTTPResponse?
     /// Returns the user id for a WebSocket upgrade request (path, query and headers,
-    /// no body), or nil to refuse it with 401 and a JSON error body.
-    public var authorizeSocket: @Sendable (HTTPRequest) -> Int64?
+    /// no body), or nil to refuse it with 401 and a JSON error body; a throw (the store
+    /// is busy or failing) answers 503, which a client retries.
+    public var authorizeSocket: @Sendable (HTTPRequest) throws -> Int64?
     /// A socket was accepted for the user id `authorizeSocket` returned.
     public var socketOpened: @Sendable (SocketID, Int64) -> Void
     /// One complete text message arrived (fragments already joined).
@@ -44,7 +45,7 @@ public final class RelayServer: @unchecked Sendable {
     /// Creates the handlers; everything but `http` defaults to refusing sockets / doing nothing.
     public init(
       http: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
-      authorizeSocket: @escaping @Sendable (HTTPRequest) -> Int64? = { _ in nil },
+      authorizeSocket: @escaping @Sendable (HTTPRequest) throws -> Int64? = { _ in nil },
       socketOpened: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
       socketText: @escaping @Sendable (SocketID, Int64, String) -> Void = { _, _, _ in },
       socketClosed: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },

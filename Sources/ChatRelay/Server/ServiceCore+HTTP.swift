@@ -306,7 +306,7 @@ extension ServiceCore {
     _ wsi: OpaquePointer, _ connection: Connection, _ request: HTTPRequest, _ response: HTTPResponse,
     started: ContinuousClock.Instant
   ) {
-    let reasons = [400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"]
+    let reasons = [400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable"]
     let head =
       "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
       + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"

@@ -11,7 +11,17 @@ extension ServiceCore {
       refuse(wsi, connection, request, .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path."), started: started)
       return -1
     }
-    guard let userID = handlers.authorizeSocket(request) else {
+    let authorized: Int64?
+    do {
+      authorized = try handlers.authorizeSocket(request)
+    } catch {
+      // A valid token must not read as a bad one because relay.db is locked: 503 is retried.
+      refuse(
+        wsi, connection, request, .jsonError(status: 503, code: "unavailable", message: "The relay cannot check the token now; try again."),
+        started: started)
+      return -1
+    }
+    guard let userID = authorized else {
       refuse(
         wsi, connection, request, .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
         started: started)

@@ -24,9 +24,9 @@ enum RelayQuery {
   static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
   static let pushesAfter = "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
   static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ?"
-  /// Messages from one sender to a recipient up to an id that are still on the relay.
-  static let undeliveredFrom =
-    "SELECT id FROM RelayMessages WHERE to_user_id = ?1 AND id <= ?3 AND from_user_id = ?2 ORDER BY id LIMIT 500"
+  /// The oldest message from one sender to a recipient still on the relay (a read mark stops below it).
+  static let firstUndeliveredFrom =
+    "SELECT id FROM RelayMessages WHERE to_user_id = ?1 AND from_user_id = ?2 ORDER BY id LIMIT 1"
   /// Idempotency records of messages older than an id that are no longer on the relay.
   static let forgetRequests =
     "DELETE FROM RelayRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayRequests.message_id)"
@@ -38,6 +38,6 @@ enum RelayQuery {
     ("undelivered", undelivered), ("deleteDelivered", deleteDelivered), ("contactExists", contactExists),
     ("contactsOf", contactsOf), ("readMark", readMark), ("statusUpdates", statusUpdates),
     ("dropStatusUpdates", dropStatusUpdates), ("pushesAfter", pushesAfter), ("undeliveredCount", undeliveredCount),
-    ("undeliveredFrom", undeliveredFrom),
+    ("firstUndeliveredFrom", firstUndeliveredFrom),
   ]
 }

@@ -105,19 +105,16 @@ extension RelayStore {
     }
   }
 
-  /// The ids of messages from `sender` to `user` up to `messageId` still on the relay
-  /// (at most 500, oldest first): a read receipt also acknowledges them.
-  public func undelivered(from sender: Int64, to user: Int64, upTo messageId: Int64) throws -> [Int64] {
-    try reading("read the messages waiting for user \(user) in") { db in
-      try db.query(RelayQuery.undeliveredFrom, [user, sender, messageId]) { $0.int64(0) }
-    }
-  }
-
   /// `user` has read the conversation with `other` up to `messageId`: `other` (the
   /// sender side) gets a `message_read` update with `conversationId` = `user`.
   ///
-  /// Forward only: returns nil and records nothing when `messageId` is not above the
-  /// mark already recorded for the pair. Refused: `other` == `user` or a `messageId`
+  /// A read mark covers only what the reader has: it stops below the oldest message from
+  /// `other` still on the relay (not yet acknowledged with `delivery_ack`), which the
+  /// reader may never have seen. Such a message is neither deleted nor marked read here;
+  /// a later receipt, once it was delivered and read, moves the mark past it.
+  ///
+  /// Forward only: returns nil and records nothing when the mark would not rise above
+  /// the one already recorded for the pair. Refused: `other` == `user` or a `messageId`
   /// that is not positive or above every id issued (`.badInput`), an unknown user
   /// (`.notFound`), a pair that never exchanged a message (`.badInput`).
   @discardableResult
@@ -136,13 +133,20 @@ extension RelayStore {
       guard try db.int64(RelayQuery.contactExists, [user, other]) == 1 else {
         throw StoreError(.badInput, "user \(user) has no conversation with user \(other)", path: path)
       }
+      var upTo = messageId
+      if let undelivered = try db.int64(RelayQuery.firstUndeliveredFrom, [user, other]) { upTo = min(upTo, undelivered - 1) }
       let mark = try db.int64(RelayQuery.readMark, [user, other]) ?? 0
-      guard messageId > mark else { return nil }
+      guard upTo > mark else { return nil }
       try db.execute(
         "INSERT INTO RelayReadMarks (reader_id, sender_id, up_to) VALUES (?1, ?2, ?3) ON CONFLICT (reader_id, sender_id) DO UPDATE SET up_to = ?3",
-        [user, other, messageId])
-      return try recordUpdate(for: other, type: .messageRead, messageId: messageId, conversationId: user, at: at, db)
+        [user, other, upTo])
+      return try recordUpdate(for: other, type: .messageRead, messageId: upTo, conversationId: user, at: at, db)
     }
+  }
+
+  /// How far `user` has read the conversation with `other`, as recorded (0 before any read).
+  public func readMark(by user: Int64, conversation other: Int64) throws -> Int64 {
+    try reading("read a read mark of") { try $0.int64(RelayQuery.readMark, [user, other]) ?? 0 }
   }
 
   private func recordUpdate(

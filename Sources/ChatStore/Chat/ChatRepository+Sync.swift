@@ -57,36 +57,31 @@ extension ChatRepository {
       """, [key, value])
   }
 
-  /// Incoming messages the relay has not confirmed as delivered (still `SYNCED` here),
-  /// oldest first: what the client acknowledges on every (re)connect.
-  ///
-  /// `Messages_unread` holds exactly the unread incoming messages, so walking it reads a
-  /// few entries; left to itself the planner walks the whole table by id instead
-  /// (`SEARCH Messages USING INTEGER PRIMARY KEY (rowid>?)`), hence `INDEXED BY`. A file
-  /// without the index (dropped by hand or by `chatdb index`) is read by that walk: the
-  /// same rows, where `INDEXED BY` would fail with "no such index". The check and the
-  /// query share one read transaction, so they see the same schema.
+  /// Incoming messages the relay has not confirmed as delivered, oldest first: what the
+  /// client acknowledges on every (re)connect. Kept apart from the status
+  /// (`PendingDeliveryAcks`), so a message read here before the relay's confirmation
+  /// came is still acknowledged, and one evicted meanwhile still leaves the relay.
   public func unacknowledgedIncoming(after: Int64 = 0, limit: Int = 500) throws -> [Int64] {
     try database.read { db in
-      let indexed = try db.int64(Self.hasUnreadIndexSQL) == 1
-      return try db.query(indexed ? Self.unacknowledgedByIndexSQL : Self.unacknowledgedSQL, [after, limit]) { $0.int64(0) }
+      try db.query(Self.unacknowledgedSQL, [after, limit]) { $0.int64(0) }
     }
   }
 
-  static let hasUnreadIndexSQL = "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'Messages_unread'"
-  static let unacknowledgedWhere =
-    "WHERE status <> 'READ' AND from_user_id = conversation_id AND status = 'SYNCED' AND id > ? ORDER BY id LIMIT ?"
-  static let unacknowledgedByIndexSQL = "SELECT id FROM Messages INDEXED BY Messages_unread " + unacknowledgedWhere
-  static let unacknowledgedSQL = "SELECT id FROM Messages " + unacknowledgedWhere
+  static let unacknowledgedSQL = "SELECT message_id FROM PendingDeliveryAcks WHERE message_id > ? ORDER BY message_id LIMIT ?"
 
-  /// The relay confirmed it has these incoming messages' delivery: `SYNCED` → `DELIVERED`
-  /// (a message already read stays read).
+  /// The relay confirmed these incoming messages' delivery (`delivery_acknowledged`): they
+  /// are no longer acknowledged, and `SYNCED` ones become `DELIVERED` (a message already
+  /// read stays read).
   public func confirmDelivered(_ ids: [Int64]) throws {
     guard !ids.isEmpty else { return }
     try database.write { db in
+      let forget = try db.cachedStatement("DELETE FROM PendingDeliveryAcks WHERE message_id = ?")
       let statement = try db.cachedStatement(
         "UPDATE Messages SET status = 'DELIVERED' WHERE id = ? AND status = 'SYNCED' AND from_user_id = conversation_id")
-      for id in ids { try statement.execute([id]) }
+      for id in ids {
+        try forget.execute([id])
+        try statement.execute([id])
+      }
     }
   }
 
@@ -169,6 +164,16 @@ extension ChatRepository {
     }
   }
 
+  /// Contacts whose profile is still the stand-in ("user 7", stored when the relay would
+  /// not show the real one yet), at most `limit`: the sync client asks for them again.
+  public func standInContacts(limit: Int = 100) throws -> [Int64] {
+    try database.read { db in
+      try db.query("SELECT id FROM Users WHERE name = 'user ' || id AND avatar_url IS NULL AND id <> ? ORDER BY id LIMIT ?", [ownerID, limit]) {
+        $0.int64(0)
+      }
+    }
+  }
+
   /// The ids among `ids` that have no profile in the file.
   public func unknownUsers(_ ids: some Sequence<Int64>) throws -> [Int64] {
     var unknown: [Int64] = []
@@ -190,16 +195,25 @@ extension ChatRepository {
     try database.write { db in try raise("read_receipt:\(conversation)", to: upTo, db) }
   }
 
-  /// Read receipts waiting to be sent: (conversation, upTo).
-  public func pendingReadReceipts() throws -> [(conversation: Int64, upTo: Int64)] {
+  /// Read receipts waiting for the relay's confirmation, by conversation: `upTo` as
+  /// queued, and `sendable`, what may be said now: "read up to" covers only what was
+  /// read, so it stops below the conversation's oldest unread incoming message (one that
+  /// arrived after the conversation was read, say). `sendable` is 0 when nothing can be.
+  public func pendingReadReceipts() throws -> [(conversation: Int64, upTo: Int64, sendable: Int64)] {
     try database.read { db in
-      try db.query("SELECT key, value FROM StoreInfo WHERE key LIKE 'read_receipt:%' ORDER BY key", []) { row in
+      let firstUnread = try db.cachedStatement(
+        "SELECT min(id) FROM Messages WHERE conversation_id = ?1 AND from_user_id = ?1 AND status <> 'READ'")
+      return try db.query("SELECT key, value FROM StoreInfo WHERE key LIKE 'read_receipt:%' ORDER BY key", []) { row in
         (Int64(row.string(0).dropFirst("read_receipt:".count)) ?? 0, row.int64(1))
-      }.filter { $0.0 > 0 }
+      }.filter { $0.0 > 0 }.map { conversation, upTo in
+        let unread = try firstUnread.first([conversation]) { $0.isNull(0) ? nil : $0.int64(0) } ?? nil
+        return (conversation, upTo, min(upTo, (unread ?? .max) - 1))
+      }
     }
   }
 
-  /// A receipt was sent: forgets it unless a newer one was queued since.
+  /// The relay's read mark for `conversation` reached `upTo`: the receipt is forgotten
+  /// unless a higher one was queued (or is still waiting for an unread message).
   public func clearReadReceipt(conversation: Int64, upTo: Int64) throws {
     try database.write { db in
       try db.execute("DELETE FROM StoreInfo WHERE key = ? AND value <= ?", ["read_receipt:\(conversation)", upTo])

@@ -211,6 +211,9 @@ public final class ChatRepository {
       try store(message, in: db)
       if message.fromUserID == ownerID, let requestID = message.requestID {
         try db.execute(HotQuery.deleteRequest.sql, [requestID])
+      } else if message.fromUserID != ownerID && message.status == .synced {
+        // Acknowledged to the relay until it confirms, whatever the status becomes here.
+        try db.cachedStatement("INSERT OR IGNORE INTO PendingDeliveryAcks (message_id) VALUES (?)").execute([message.id])
       }
     }
   }

@@ -74,6 +74,21 @@ struct RelayAPI: Sendable {
     return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
   }
 
+  /// Whose token this is (`GET /v1/me`).
+  func me(timeout: Double = 10) async throws -> User {
+    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/me", timeout: timeout))
+    let answer: WireMe = try Self.decode(reply, "GET /v1/me")
+    return answer.user.model
+  }
+
+  /// One profile, nil when the relay does not show it (unknown, or no conversation yet).
+  func profile(_ id: Int64, timeout: Double) async throws -> User? {
+    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users/\(id)", timeout: timeout))
+    guard reply.status != 403, reply.status != 404 else { return nil }
+    let user: WireUser = try Self.decode(reply, "GET /v1/users/\(id)")
+    return user.model
+  }
+
   /// Profiles of `ids` the caller may see (others are left out).
   func profiles(_ ids: [Int64]) async throws -> [User] {
     guard !ids.isEmpty else { return [] }
@@ -97,6 +112,32 @@ struct RelayAPI: Sendable {
       throw SyncFailure.relay("\(what): the answer is not what docs/protocol.md says (\(error))")
     }
   }
+}
+
+/// The token is another user's: the client refuses to send this file's outbox with it.
+public struct WrongUserToken: Error, Sendable, CustomStringConvertible {
+  public var tokenUser: Int64
+  public var fileOwner: Int64
+  public var description: String {
+    "The token is user \(tokenUser)'s, not user \(fileOwner)'s (the file's owner); nothing was sent"
+  }
+}
+
+/// One-off requests for the commands that do not run a `SyncEngine`.
+public struct RelayRequests: Sendable {
+  let api: RelayAPI
+  public init(http: HTTPTransport) { api = RelayAPI(http: http) }
+
+  /// Checks that the token is `owner`'s (`GET /v1/me`): throws `WrongUserToken` when it is
+  /// another user's, `SyncFailure.unauthorized` when refused, and the transport's error
+  /// when the relay cannot be reached.
+  public func requireIdentity(_ owner: Int64, timeout: Double = 10) async throws {
+    let me = try await api.me(timeout: timeout)
+    guard me.id == owner else { throw WrongUserToken(tokenUser: me.id, fileOwner: owner) }
+  }
+
+  /// A contact's profile, nil when the relay does not show it.
+  public func profile(_ id: Int64, timeout: Double = 3) async throws -> User? { try await api.profile(id, timeout: timeout) }
 }
 
 /// Why a sync could not finish.
@@ -161,6 +202,8 @@ struct WirePage: Decodable {
 }
 
 struct WireUsers: Decodable { var users: [WireUser] }
+
+struct WireMe: Decodable { var user: WireUser }
 
 struct ErrorBody: Decodable {
   struct Detail: Decodable {

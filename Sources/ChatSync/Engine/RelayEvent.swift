@@ -8,6 +8,8 @@ enum RelayEvent: Sendable, Equatable {
   case read(StatusUpdate)
   case contactStatus(ContactStatus)
   case deliveryAcknowledged([Int64])
+  /// The relay's read mark for a conversation after a `read` receipt.
+  case readAcknowledged(conversation: Int64, upTo: Int64)
   case error(code: String, message: String)
   /// An event this client does not know (a newer relay): ignored.
   case unknown(String)
@@ -23,6 +25,7 @@ enum RelayEvent: Sendable, Equatable {
     case "message_read": return payload(StatusUpdate.self).map { .read($0) }
     case "contact_status_update": return payload(ContactStatus.self).map { .contactStatus($0) }
     case "delivery_acknowledged": return payload(IDs.self).map { .deliveryAcknowledged($0.messageIds) }
+    case "read_acknowledged": return payload(ReadMark.self).map { .readAcknowledged(conversation: $0.conversationId, upTo: $0.upTo) }
     case "error": return payload(ErrorDetail.self).map { .error(code: $0.code, message: $0.message) }
     default: return .unknown(head.type)
     }
@@ -31,6 +34,10 @@ enum RelayEvent: Sendable, Equatable {
   private struct Head: Decodable { var type: String }
   private struct Wrapped<P: Decodable>: Decodable { var payload: P }
   private struct IDs: Decodable { var messageIds: [Int64] }
+  private struct ReadMark: Decodable {
+    var conversationId: Int64
+    var upTo: Int64
+  }
   private struct ErrorDetail: Decodable {
     var code: String
     var message: String

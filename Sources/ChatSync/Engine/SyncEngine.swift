@@ -24,6 +24,11 @@ public actor SyncEngine {
     /// How long a POST may take before it counts as failed (the timeout controller).
     public var replyTimeout: Double = 10
     public var outboxBackoff = Backoff.outbox
+    /// A request whose sends failed this many times (5xx, 429, no answer), or that is
+    /// older than `maxAge` seconds when a send fails, fails for good: it waits for
+    /// `chat-sync retry` or `delete` (seed 000's retry limit).
+    public var maxAttempts = 10
+    public var maxAge: Double = 86_400
     public var reconnectBackoff = Backoff.reconnect
     /// Delivery acknowledgements and read receipts wait this long to be sent together.
     public var batchDelay: Double = 0.05
@@ -50,7 +55,7 @@ public actor SyncEngine {
     case unsent(waiting: Int, permanent: Int)
     /// The relay could not be reached: nothing synced (requests stay queued).
     case unreachable(String)
-    /// The relay refused the token.
+    /// The relay refused the token, or it is another user's (the text says which).
     case unauthorized(String)
   }
 
@@ -87,6 +92,15 @@ public actor SyncEngine {
   private var firstTried: [Int64: ContinuousClock.Instant] = [:]
   /// Set when a full cursor sync finished on the current connection.
   private var synced = false
+  /// Set once the relay said the token is the owner's (`GET /v1/me`): nothing is sent before.
+  private var identityChecked = false
+  /// Read receipts sent on the current socket and not yet confirmed: conversation → upTo.
+  private var receiptsInFlight: [Int64: Int64] = [:]
+  /// When acknowledgements or receipts were last sent on the current socket.
+  private var lastSent = ContinuousClock.now
+  /// Unconfirmed acknowledgements and receipts are sent again after this long on one
+  /// socket: the relay may have dropped them (a failed commit answers with an `error`).
+  static let resendAfter: Duration = .seconds(5)
 
   public init(repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()) {
     self.owner = repository.ownerID
@@ -116,6 +130,16 @@ public actor SyncEngine {
     } catch {
       return .unreachable("\(error)")
     }
+    do {
+      try await checkIdentity()
+    } catch let failure as Halt {
+      await finish()
+      return .unauthorized(failure.message)
+    } catch {
+      log("identity: \(error)")
+      await finish()
+      return .unreachable("\(error)")
+    }
     // The socket is wanted for acknowledgements and receipts; HTTP does the rest.
     var events: Task<Void, Never>?
     if let socket = try? await connector.connect() {
@@ -130,7 +154,7 @@ public actor SyncEngine {
     } catch SyncFailure.unauthorized(let reason) {
       log("sync: the relay refused the token: \(reason)")
       await finish()
-      return .unauthorized(reason)
+      return .unauthorized("The relay refused the token: \(reason)")
     } catch {
       log("sync: \(error)")
       await finish()
@@ -199,32 +223,50 @@ public actor SyncEngine {
   private func socketLoop() async {
     var failures = 0
     while !stopping && !Task.isCancelled {
+      var connected = false
       do {
+        try await checkIdentity()
         let socket = try await connector.connect()
-        failures = 0
+        connected = true
         attach(socket)
         try? repository.setSyncInfo("sync_state", "connected since \(Timestamp.now())")
         do {
           try await cursorSync()
-          synced = true
-          try? repository.setSyncInfo("last_sync_at", Timestamp.now())
-        } catch SyncFailure.unauthorized(let reason) {
-          halt(reason)
         } catch {
-          log("sync: \(error)")
+          // Events are trusted only after a catch-up: one that failed would leave what
+          // arrived while away unfetched behind them. Reconnect (with backoff) and sync again.
+          socket.close()
+          detach()
+          throw error
         }
+        synced = true
+        failures = 0
+        try? repository.setSyncInfo("last_sync_at", Timestamp.now())
         await sendPendingReceipts()
         if (try? repository.retryFailedNow()) ?? 0 > 0 { log("outbox: the relay is back; failed requests are due now") }
         doorbell.ring()
+        let resender = Task { [weak self] in
+          while !Task.isCancelled {
+            try? await Task.sleep(for: Self.resendAfter)
+            await self?.resendUnconfirmed()
+          }
+        }
         for await text in socket.messages { await handle(text) }
+        resender.cancel()
         detach()
         try? repository.setSyncInfo("sync_state", "disconnected at \(Timestamp.now())")
         log("socket: closed")
+      } catch let failure as Halt {
+        halt(failure.message)
+        return
+      } catch SyncFailure.unauthorized(let reason) {
+        halt("The relay refused the token: \(reason)")
+        return
       } catch let refused as SocketRefused where refused.status == 401 {
-        halt("the relay refused the token (HTTP 401)")
+        halt("The relay refused the token (HTTP 401)")
         return
       } catch {
-        log("socket: cannot connect: \(error)")
+        log(connected ? "sync: \(error); reconnecting to sync again before trusting events" : "socket: cannot connect: \(error)")
       }
       if stopping || Task.isCancelled { return }
       failures += 1
@@ -234,10 +276,30 @@ public actor SyncEngine {
     }
   }
 
+  /// Why the engine stops for good: the token is refused or another user's.
+  struct Halt: Error {
+    var message: String
+  }
+
+  /// Asks the relay whose token this is (once per engine), before anything is sent or
+  /// stored: a token of another user must not send this file's outbox under their name.
+  private func checkIdentity() async throws {
+    guard !identityChecked else { return }
+    do {
+      let me = try await api.me()
+      guard me.id == owner else { throw Halt(message: WrongUserToken(tokenUser: me.id, fileOwner: owner).description) }
+      identityChecked = true
+      try await patiently { try repository.upsert(me) }
+    } catch SyncFailure.unauthorized(let reason) {
+      throw Halt(message: "The relay refused the token: \(reason)")
+    }
+  }
+
   private func attach(_ socket: any RelaySocket) {
     self.socket = socket
     metrics.connections += 1
     acksInFlight = []
+    receiptsInFlight = [:]
     synced = false
     log("socket: connected\(metrics.connections > 1 ? " (reconnect \(metrics.reconnects))" : "")")
   }
@@ -245,8 +307,11 @@ public actor SyncEngine {
   private func detach() {
     socket = nil
     // Unconfirmed acknowledgements may be lost with the socket: the messages are still
-    // SYNCED in the file and are acknowledged again after the next connect.
+    // pending in the file and are acknowledged again after the next connect; the same
+    // holds for read receipts.
     acksInFlight = []
+    receiptsInFlight = [:]
+    synced = false
   }
 
   private func halt(_ reason: String) {
@@ -281,6 +346,9 @@ public actor SyncEngine {
       case .deliveryAcknowledged(let ids):
         try await patiently { try repository.confirmDelivered(ids) }
         acksInFlight.subtract(ids)
+      case .readAcknowledged(let conversation, let upTo):
+        try await patiently { try repository.clearReadReceipt(conversation: conversation, upTo: upTo) }
+        if let sent = receiptsInFlight[conversation], sent <= upTo { receiptsInFlight[conversation] = nil }
       case .error(let code, let message):
         log("relay error event: \(code): \(message)")
       case .unknown(let type):
@@ -334,7 +402,6 @@ public actor SyncEngine {
   }
 
   private func cursorSync() async throws {
-    if let me = try? await api.profiles([owner]).first { try await patiently { try repository.upsert(me) } }
     var pages = 0
     while true {
       let cursor = try repository.syncCursor()
@@ -350,6 +417,11 @@ public actor SyncEngine {
       appliedAhead = appliedAhead.filter { $0 > updateCursor }
       pages += 1
       if !page.hasMore { break }
+    }
+    // Contacts still shown by their stand-in name get their real profile once the relay shows it.
+    if let standIns = try? repository.standInContacts(), !standIns.isEmpty, let users = try? await api.profiles(standIns), !users.isEmpty {
+      try await patiently { try repository.receive([], users: users, messageCursor: nil) }
+      log("profiles: \(users.count) contact(s) no longer shown by a stand-in name")
     }
     // Everything not yet confirmed, including what earlier runs stored: acknowledged now.
     var after: Int64 = 0
@@ -383,6 +455,7 @@ public actor SyncEngine {
   private func flush() {
     flushScheduled = false
     guard let socket else { return }
+    lastSent = .now
     var queued = acksQueued.filter { !acksInFlight.contains($0) }
     acksQueued = []
     while !queued.isEmpty {
@@ -400,19 +473,37 @@ public actor SyncEngine {
   private func settleAcknowledgements(timeout: Double) async {
     flush()
     let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))
-    while socket != nil && !acksInFlight.isEmpty && ContinuousClock.now < deadline {
+    while socket != nil && !(acksInFlight.isEmpty && receiptsInFlight.isEmpty) && ContinuousClock.now < deadline {
       try? await Task.sleep(for: .milliseconds(20))
     }
   }
 
-  /// Read receipts queued in the file (by this process or `chat-sync read`) go out.
+  /// Read receipts queued in the file (by this process or `chat-sync read`) go out. They
+  /// stay in the file until the relay's `read_acknowledged` names a mark at or above them.
+  /// The acknowledgements queued go first, on the same socket: the relay's read mark
+  /// stops below any message it has not seen acknowledged.
   private func sendPendingReceipts() async {
+    flush()
     guard let socket, let receipts = try? repository.pendingReadReceipts() else { return }
-    for receipt in receipts {
-      socket.send(ClientEvent.read(conversation: receipt.conversation, upTo: receipt.upTo))
-      try? repository.clearReadReceipt(conversation: receipt.conversation, upTo: receipt.upTo)
-      log("read receipt: conversation \(receipt.conversation) up to \(receipt.upTo)")
+    for receipt in receipts where receipt.sendable > 0 && receiptsInFlight[receipt.conversation] != receipt.sendable {
+      socket.send(ClientEvent.read(conversation: receipt.conversation, upTo: receipt.sendable))
+      receiptsInFlight[receipt.conversation] = receipt.sendable
+      lastSent = .now
+      log("read receipt: conversation \(receipt.conversation) up to \(receipt.sendable)")
     }
+  }
+
+  /// Acknowledgements and receipts still unconfirmed a while after they were sent go
+  /// again (the relay answers each; one it dropped is otherwise repeated only after a
+  /// reconnect).
+  private func resendUnconfirmed() async {
+    guard socket != nil, synced, lastSent.duration(to: .now) >= Self.resendAfter else { return }
+    if !acksInFlight.isEmpty {
+      acksQueued += acksInFlight.sorted()
+      acksInFlight = []
+    }
+    receiptsInFlight = [:]
+    await sendPendingReceipts()
   }
 
   /// Marks a conversation read and sends the receipt (batched with others).
@@ -439,7 +530,8 @@ public actor SyncEngine {
     return typingUntil.keys.sorted()
   }
 
-  /// Why the engine stopped on its own (the relay refused the token), if it did.
+  /// Why the engine stopped on its own (the relay refused the token, or it is another
+  /// user's), as one line for the user, if it did.
   public var haltReason: String? { halted }
 
   /// Sends the queued read receipts after a short pause, so several marks in a row
@@ -466,6 +558,7 @@ public actor SyncEngine {
   /// longer than a connection's `busy_timeout`; a message received meanwhile must not
   /// be dropped until the next reconnect (and a user must not see SQLite's "database is
   /// locked"). Every write is one transaction, so a retry repeats it whole.
+  @discardableResult
   func patiently<T>(_ write: () throws -> T) async throws -> T {
     let started = ContinuousClock.now
     var pause = 0.05
@@ -506,7 +599,7 @@ public actor SyncEngine {
 
   /// Starts the sends that are due; returns the seconds until the next one is (nil: none).
   private func drainStep() -> Double? {
-    guard halted == nil else { return nil }
+    guard halted == nil, identityChecked else { return nil }
     let heads: [MessageRequest]
     do {
       heads = try repository.outboxHeads()
@@ -563,6 +656,15 @@ public actor SyncEngine {
         log("sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")")
       case .retryable(let reason, let retryAfter):
         metrics.failedAttempts += 1
+        let attempts = request.failCount + 1
+        let age = Timestamp.milliseconds(from: request.createdAt).map { Date().timeIntervalSince1970 - Double($0) / 1000 } ?? 0
+        if attempts >= options.maxAttempts || age >= options.maxAge {
+          let limit = attempts >= options.maxAttempts ? "\(attempts) attempts" : "\(Int(age / 3_600)) h"
+          try await patiently { try repository.markFailed(request.requestID, reason: "gave up after \(limit): \(reason)", retryAt: nil) }
+          firstTried[request.requestID] = nil
+          log("request \(request.requestID) failed for good after \(limit) (\(reason)); 'chat-sync retry \(request.requestID)' sends it again")
+          return
+        }
         let delay = retryAfter ?? options.outboxBackoff.delay(attempt: request.failCount + 1, random: options.random)
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay)) }
         log(String(format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s", delay))
@@ -573,7 +675,7 @@ public actor SyncEngine {
         log("request \(request.requestID) refused for good: \(reason)")
       case .unauthorized(let reason):
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date()) }
-        halt("the relay refused the token (\(reason))")
+        halt("The relay refused the token: \(reason)")
       }
     } catch {
       log("outbox: \(error)")
