@@ -123,8 +123,9 @@ struct RelayAccess: Sendable {
 extension RelayAccess {
   /// Checks with the relay (`GET /v1/me`) that the token is `owner`'s before a command
   /// sends anything: another user's token, or a refused one, ends the command with 77.
-  /// Returns false when the relay cannot be reached (the caller may go on offline).
-  func requireIdentity(_ owner: Int64, http: HTTPTransport, timeout: Double) throws -> Bool {
+  /// Returns false when the relay cannot be reached, or refuses the token while
+  /// `refusedIsFatal` is false (`send` then queues offline; `run` reports the token).
+  func requireIdentity(_ owner: Int64, http: HTTPTransport, timeout: Double, refusedIsFatal: Bool = true) throws -> Bool {
     let requests = RelayRequests(http: http)
     let failure: (any Error)? = blocking {
       do {
@@ -137,7 +138,8 @@ extension RelayAccess {
     switch failure {
     case nil: return true
     case let wrong as WrongUserToken: throw OnceFailure(status: .permission, message: wrong.description)
-    case SyncFailure.unauthorized(let reason)?: throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
+    case SyncFailure.unauthorized(let reason)? where refusedIsFatal:
+      throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
     default: return false
     }
   }

@@ -35,7 +35,7 @@ enum SendCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     // With a relay at hand, the token must be the file owner's before anything is queued.
     let http = try? options.relay.transports().0
-    let reachable = try http.map { try options.relay.requireIdentity(try options.file.owner(), http: $0, timeout: 3) } ?? false
+    let reachable = try http.map { try options.relay.requireIdentity(try options.file.owner(), http: $0, timeout: 3, refusedIsFatal: false) } ?? false
     let repository = try options.file.open(create: true)
     if try repository.user(options.to) == nil {
       let fetched: User? = reachable ? http.flatMap { http in blocking { try? await RelayRequests(http: http).profile(options.to) } } : nil

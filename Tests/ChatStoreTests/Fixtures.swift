@@ -119,6 +119,11 @@ enum Fixture {
         ]
       ),
       (
+        // Migration 0006 derives it from the SYNCED incoming messages: message 4.
+        "PendingDeliveryAcks",
+        [["message_id": .integer(4)]]
+      ),
+      (
         "StoreInfo",
         [
           // owner_user_id is written by migration 0002 itself.

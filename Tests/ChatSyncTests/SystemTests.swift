@@ -171,6 +171,58 @@ func chatdbCheck(_ db: String) throws {
     }
   }
 
+  /// Issue 25, bug 4: another user's token sent this user's outbox under their name.
+  /// Every command that talks to the relay asks `GET /v1/me` first; nothing is sent.
+  @Test func aTokenOfAnotherUserIsRefusedBeforeAnythingIsSent() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let b = try Client(2, name: "Bob", relay: relay, folder: folder)
+      let c = try Client(3, name: "Cy", relay: relay, folder: folder)
+      #expect(try a.cli(["send", "--to", "2", "queued by Ada"]).status == 0)
+      let asCy = ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": c.token]
+      for command in [["run", "--once"], ["send", "--to", "2", "as Cy?"], ["typing", "--to", "2"]] {
+        let out = try tool("chat-sync", [command[0], "--data-dir", a.folder, "--user", "1"] + command.dropFirst(), environment: asCy)
+        #expect(out.status == 77, "\(command): \(out.stderr)")
+        let errors = out.stderr.split(separator: "\n").filter { $0.hasPrefix("Error: ") }
+        #expect(errors.count == 1 && errors[0].contains("user 3") && errors[0].contains("user 1"), "\(command): \(out.stderr)")
+      }
+      #expect(try a.messagesRequests().count == 1, "nothing queued with the wrong token, nothing sent")
+      let relayDB = try Database(path: relay.db, mode: .readOnly)
+      #expect(try relayDB.int64("SELECT count(*) FROM RelayRequests") == 0)
+      #expect(try a.cli(["run", "--once"]).status == 0)
+      #expect(try b.cli(["run", "--once"]).status == 0)
+      #expect(try b.messages("1").map(\.content) == ["queued by Ada"])
+    }
+  }
+
+  /// Issue 25, bug 3: while another program held relay.db's write lock past the busy
+  /// timeout, a valid token's upgrade was answered 401 and `run` stopped for good (77).
+  @Test func aLockedRelayDatabaseAnswersTheUpgrade503AndTheClientWaits() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder)
+      defer { relay.stop() }
+      let a = try Client(1, name: "Ada", relay: relay, folder: folder)
+      let lock = try Database(path: relay.db)
+      try lock.execute("BEGIN IMMEDIATE")
+      let connector = SocketConnector.libwebsockets(url: URL(string: relay.url.replacingOccurrences(of: "http:", with: "ws:") + "/v1/socket/updates")!, token: a.token)
+      do {
+        let socket = try await connector.connect()
+        socket.close()
+        Issue.record("the upgrade was accepted while relay.db was locked")
+      } catch let refused as SocketRefused {
+        #expect(refused.status == 503, "\(refused)")
+      }
+      try a.start()
+      try? await Task.sleep(for: .seconds(1))
+      #expect(a.running?.process.isRunning == true, "run waits and retries: \(a.log)")
+      try lock.execute("COMMIT")
+      #expect(try await waitUntil(60) { a.log.contains("socket: connected") }, "\(a.log)")
+      try a.stop()
+    }
+  }
+
   /// A file without `Messages_unread` (dropped by hand, or by `chatdb index`): `run`
   /// still receives and acknowledges, where its `INDEXED BY` failed with "no such index".
   @Test func runWorksOnAFileWithoutTheUnreadIndex() async throws {

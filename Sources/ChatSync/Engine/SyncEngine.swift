@@ -289,6 +289,7 @@ public actor SyncEngine {
       let me = try await api.me()
       guard me.id == owner else { throw Halt(message: WrongUserToken(tokenUser: me.id, fileOwner: owner).description) }
       identityChecked = true
+      doorbell.ring()
       try await patiently { try repository.upsert(me) }
     } catch SyncFailure.unauthorized(let reason) {
       throw Halt(message: "The relay refused the token: \(reason)")

@@ -265,12 +265,14 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     try withRelay { store, _, _ in
       let m1 = try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message
       let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime + 1).message
+      try store.acknowledgeDelivery(by: 2, ids: [m1.messageId, m2.messageId])
       let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId, now: baseTime + 5))
       #expect(read.type == .messageRead && read.userId == 1 && read.conversationId == 2 && read.messageId == m2.messageId)
       #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil)
       #expect(try store.markRead(by: 2, conversation: 1, upTo: m1.messageId) == nil)
-      #expect(try store.statusUpdates(for: 1, after: 0) == [read])
+      #expect(try store.statusUpdates(for: 1, after: 0).filter { $0.type == .messageRead } == [read])
       let m3 = try store.post(from: 1, requestID: 3, to: 2, content: "c", createdAt: createdAt, now: baseTime + 2).message
+      try store.acknowledgeDelivery(by: 2, ids: [m3.messageId])
       let later = try #require(try store.markRead(by: 2, conversation: 1, upTo: m3.messageId))
       #expect(later.sequence > read.sequence)
       // Refused: an id never issued, a stranger, oneself, an unknown user.
@@ -278,6 +280,23 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       #expect(storeErrorKind { try store.markRead(by: 3, conversation: 1, upTo: m1.messageId) } == .badInput)
       #expect(storeErrorKind { try store.markRead(by: 2, conversation: 2, upTo: m1.messageId) } == .badInput)
       #expect(storeErrorKind { try store.markRead(by: 2, conversation: 99, upTo: m1.messageId) } == .notFound)
+    }
+  }
+
+  /// Issue 25: a read receipt stood in for delivery, so a message the reader never had
+  /// was deleted and shown READ to its sender. The mark now stops below it.
+  @Test func aReadMarkStopsBelowAMessageTheReaderHasNotAcknowledged() throws {
+    try withRelay { store, _, _ in
+      let m1 = try store.post(from: 1, requestID: 1, to: 2, content: "missed", createdAt: createdAt, now: baseTime).message
+      let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "seen", createdAt: createdAt, now: baseTime + 1).message
+      try store.acknowledgeDelivery(by: 2, ids: [m2.messageId])
+      let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId))
+      #expect(read.messageId == m1.messageId - 1, "read up to just below the undelivered message")
+      #expect(try store.readMark(by: 2, conversation: 1) == m1.messageId - 1)
+      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.map(\.messageId) == [m1.messageId], "still waiting")
+      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil, "nothing more until it is acknowledged")
+      try store.acknowledgeDelivery(by: 2, ids: [m1.messageId])
+      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId)?.messageId == m2.messageId)
     }
   }
 
