@@ -33,7 +33,7 @@ enum RunCommand: ParsableCommand {
       let defaults = SyncEngine.Options()
       maxAttempts = o.option(
         "--max-attempts", valueName: "n",
-        help: "Failed sends (5xx, 429, no answer) before a message fails for good (default \(defaults.maxAttempts)).",
+        help: "Failed sends that reached the relay (5xx, 429, no answer) before a message fails for good (default \(defaults.maxAttempts)).",
         parse: Parse.count(from: 1, to: 1_000_000)) ?? defaults.maxAttempts
       maxAgeHours = o.option(
         "--max-age", valueName: "hours",

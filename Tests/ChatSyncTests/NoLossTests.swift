@@ -139,6 +139,24 @@ import Testing
     }
   }
 
+  /// A device offline is not a failing message: sends that never connected count toward
+  /// the age limit only, and the message goes once the relay can be reached.
+  @Test func attemptsThatCouldNotConnectDoNotCountTowardTheLimit() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      try repository.send(to: 2, content: "offline for a while")
+      let relay = ScriptedRelay { attempt, _ in
+        if attempt < 5 { throw TransportError("connection refused", neverConnected: true) }
+        return nil
+      }
+      var options = SyncEngine.Options.test
+      options.maxAttempts = 3
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
+      #expect(await engine.runOnce(deadline: 30) == .done)
+      #expect(relay.posts.count == 6)
+    }
+  }
+
   /// A contact first stored by its stand-in name gets its real profile at the next sync.
   @Test func aStandInProfileIsReplacedOnceTheRelayShowsIt() async throws {
     try await withDataFolder { folder in

@@ -164,6 +164,16 @@ extension ChatRepository {
     }
   }
 
+  /// Counts one more failed send of `requestID` that reached the relay (toward the retry
+  /// limit) and returns the count.
+  public func recordFailedAnswer(_ requestID: Int64) throws -> Int {
+    try database.write { db in
+      try db.query("UPDATE MessageRequests SET failed_answers = failed_answers + 1 WHERE request_id = ? RETURNING failed_answers", [requestID]) {
+        $0.int(0)
+      }.first ?? 0
+    }
+  }
+
   /// Contacts whose profile is still the stand-in ("user 7", stored when the relay would
   /// not show the real one yet), at most `limit`: the sync client asks for them again.
   public func standInContacts(limit: Int = 100) throws -> [Int64] {

@@ -288,7 +288,7 @@ public struct HotQuery: Sendable, Hashable {
   public static let retryRequest = HotQuery(
     name: "outbox: retry a failed request",
     sql: """
-      UPDATE MessageRequests SET status = 'PENDING', fail_count = 0, fail_reason = NULL,
+      UPDATE MessageRequests SET status = 'PENDING', fail_count = 0, failed_answers = 0, fail_reason = NULL,
         last_modified_at = ?2, next_attempt_at = ?2
       WHERE request_id = ?1 AND status = 'FAILED'
       """,

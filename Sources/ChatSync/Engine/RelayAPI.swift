@@ -16,6 +16,8 @@ struct RelayAPI: Sendable {
     case rejected(String)
     /// 401: the token is refused; nothing can be sent until it is fixed.
     case unauthorized(String)
+    /// No connection could be made: the request never left; try again later.
+    case unreachable(String)
   }
 
   func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
@@ -26,6 +28,8 @@ struct RelayAPI: Sendable {
     let reply: HTTPReply
     do {
       reply = try await http.send(HTTPCall(method: "POST", path: "/v1/messages", body: Array(body.render(pretty: false).utf8), timeout: timeout))
+    } catch let error as TransportError where error.neverConnected {
+      return .unreachable("\(error)")
     } catch {
       return .retryable("\(error)", retryAfter: nil)
     }

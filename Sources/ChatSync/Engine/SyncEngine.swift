@@ -24,9 +24,10 @@ public actor SyncEngine {
     /// How long a POST may take before it counts as failed (the timeout controller).
     public var replyTimeout: Double = 10
     public var outboxBackoff = Backoff.outbox
-    /// A request whose sends failed this many times (5xx, 429, no answer), or that is
-    /// older than `maxAge` seconds when a send fails, fails for good: it waits for
-    /// `chat-sync retry` or `delete` (seed 000's retry limit).
+    /// A request whose sends reached the relay and failed this many times (5xx, 429, no
+    /// answer), or that is older than `maxAge` seconds when a send fails, fails for good:
+    /// it waits for `chat-sync retry` or `delete` (seed 000's retry limit). Attempts that
+    /// could not connect at all (a device offline) count toward the age only.
     public var maxAttempts = 10
     public var maxAge: Double = 86_400
     public var reconnectBackoff = Backoff.reconnect
@@ -638,7 +639,15 @@ public actor SyncEngine {
       log("outbox: \(error)")
       return
     }
-    let outcome = await api.post(request, timeout: options.replyTimeout)
+    var outcome = await api.post(request, timeout: options.replyTimeout)
+    // Not connecting at all is retried like any failure, but counts toward the age only.
+    let reachedRelay: Bool
+    if case .unreachable(let reason) = outcome {
+      reachedRelay = false
+      outcome = .retryable(reason, retryAfter: nil)
+    } else {
+      reachedRelay = true
+    }
     if stopping, case .retryable(let reason, _) = outcome {
       // Stopping cut the wait short (or the POST failed meanwhile): the request stays
       // SENT, due again at the next run, which sends it with the same request id.
@@ -657,7 +666,7 @@ public actor SyncEngine {
         log("sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")")
       case .retryable(let reason, let retryAfter):
         metrics.failedAttempts += 1
-        let attempts = request.failCount + 1
+        let attempts = reachedRelay ? try await patiently { try repository.recordFailedAnswer(request.requestID) } : 0
         let age = Timestamp.milliseconds(from: request.createdAt).map { Date().timeIntervalSince1970 - Double($0) / 1000 } ?? 0
         if attempts >= options.maxAttempts || age >= options.maxAge {
           let limit = attempts >= options.maxAttempts ? "\(attempts) attempts" : "\(Int(age / 3_600)) h"
@@ -677,6 +686,8 @@ public actor SyncEngine {
       case .unauthorized(let reason):
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date()) }
         halt("The relay refused the token: \(reason)")
+      case .unreachable:
+        break  // made retryable above
       }
     } catch {
       log("outbox: \(error)")

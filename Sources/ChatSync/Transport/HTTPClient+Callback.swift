@@ -52,7 +52,7 @@ extension ClientCore {
       return -1
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
       let why = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-      settle(exchange, .failure(TransportError("\(exchange.request.name): \(why ?? "connection failed")")))
+      settle(exchange, .failure(TransportError("\(exchange.request.name): \(why ?? "connection failed")", neverConnected: exchange.status == 0)))
       return 0
     case LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
       if exchange.status != 0 && exchange.bodyToEndOfConnection {

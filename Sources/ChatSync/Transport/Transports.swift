@@ -39,7 +39,13 @@ public struct HTTPReply: Sendable, Equatable {
 /// Why a request got no answer: the connection failed, broke or timed out.
 public struct TransportError: Error, Sendable, CustomStringConvertible {
   public var message: String
-  public init(_ message: String) { self.message = message }
+  /// No connection to the relay could be made (refused, unreachable): the request was
+  /// never sent. Such attempts do not count toward the outbox's retry limit.
+  public var neverConnected: Bool
+  public init(_ message: String, neverConnected: Bool = false) {
+    self.message = message
+    self.neverConnected = neverConnected
+  }
   public var description: String { message }
 }
 
