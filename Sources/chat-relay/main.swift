@@ -1,9 +1,6 @@
 import ChatCLI
 import Foundation
 
-/// The version printed by `chat-relay --version`.
-let relayVersion = "0.1.0"
-
 let root = Command.group(
   name: "chat-relay",
   abstract: "The reference relay backend: HTTP + WebSocket on loopback, state in one SQLite file.",
@@ -20,4 +17,4 @@ let root = Command.group(
 // A closed pipe is an error to report, not a signal that kills the relay.
 signal(SIGPIPE, SIG_IGN)
 
-exit(CommandLineTool(root: root, version: relayVersion).main(Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool(root: root, version: Release.version).main(Array(CommandLine.arguments.dropFirst())))

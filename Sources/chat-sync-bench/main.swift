@@ -12,4 +12,4 @@ let root = Command.group(
 // A socket the relay closed under us is an error to handle, not a signal that kills the driver.
 signal(SIGPIPE, SIG_IGN)
 
-exit(CommandLineTool(root: root, version: "0.1.0").main(Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool(root: root, version: Release.version).main(Array(CommandLine.arguments.dropFirst())))

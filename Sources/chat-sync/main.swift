@@ -1,9 +1,6 @@
 import ChatCLI
 import Foundation
 
-/// The version printed by `chat-sync --version`.
-let syncVersion = "0.1.0"
-
 let root = Command.group(
   name: "chat-sync",
   abstract: "The headless sync client: fills chats-<id>.db from a chat-relay, sends its outbox.",
@@ -21,4 +18,4 @@ let root = Command.group(
 // A closed pipe is an error to report, not a signal that kills the client mid-write.
 signal(SIGPIPE, SIG_IGN)
 
-exit(CommandLineTool(root: root, version: syncVersion).main(Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool(root: root, version: Release.version).main(Array(CommandLine.arguments.dropFirst())))

@@ -10,4 +10,4 @@ let root = Command.group(
   subcommands: [Command(ReadPathBench.self), Command(SearchBench.self)]
 )
 
-exit(CommandLineTool(root: root, version: "0.1.0").main(Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool(root: root, version: Release.version).main(Array(CommandLine.arguments.dropFirst())))

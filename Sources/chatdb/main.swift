@@ -1,9 +1,6 @@
 import ChatCLI
 import Foundation
 
-/// The version printed by `chatdb --version`.
-let chatdbVersion = "0.2.0"
-
 let root = Command.group(
   name: "chatdb",
   abstract: "Storage management and maintenance for per-user chat databases (chats-<userId>.db).",
@@ -18,4 +15,4 @@ let root = Command.group(
 // EPIPE, which ends the command quietly, instead of killing the process.
 signal(SIGPIPE, SIG_IGN)
 
-exit(CommandLineTool(root: root, version: chatdbVersion).main(Array(CommandLine.arguments.dropFirst())))
+exit(CommandLineTool(root: root, version: Release.version).main(Array(CommandLine.arguments.dropFirst())))
