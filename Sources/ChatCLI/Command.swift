@@ -166,7 +166,7 @@ public protocol ExitCodeProviding: Error {
 ///   static func run(_ options: Options, in context: CommandContext) throws { … }
 /// }
 /// ```
-public protocol ParsableCommand {
+public protocol ParsableCommand: SendableMetatype {
   associatedtype Options: ParsableOptions
   /// The word that selects the command.
   static var name: String { get }

@@ -170,7 +170,7 @@ final class LoggedServer {
 
   init(db: String, folder: Folder, umaskZero: Bool = false) throws {
     logPath = folder.path + "/serve-\(UUID().uuidString).log"
-    FileManager.default.createFile(atPath: logPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", (umaskZero ? "umask 000; " : "") + "exec \"$0\" \"$@\"", relayPath, "serve", "--db", db, "--port", "0"]
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

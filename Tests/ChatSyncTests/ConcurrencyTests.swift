@@ -61,7 +61,7 @@ import Testing
         try? a.stop()
         try? b.stop()
       }
-      #expect(try await waitUntil(20) { b.log.contains("sync: ") })
+      #expect(await waitUntil(20) { b.log.contains("sync: ") })
 
       let target = b.db
       let loop = MaintenanceLoop { run in try tool("chatdb", command.arguments(target, folder, run), seconds: 30) }
@@ -154,7 +154,7 @@ import Testing
       let b = try Client(2, name: "Bob", relay: relay, folder: folder)
       try b.start()
       defer { try? b.stop() }
-      #expect(try await waitUntil(20) { b.log.contains("sync: ") })
+      #expect(await waitUntil(20) { b.log.contains("sync: ") })
       let current = try tool("chatdb", ["migrate", "--db", b.db], seconds: 30)
       #expect(current.status == 0 && !mentionsLock(current.stderr), "\(current.stderr)")
       let down = try tool("chatdb", ["migrate", "--db", b.db, "--to", String(Migration.shipped.count - 1)], seconds: 30)

@@ -24,8 +24,8 @@ func tool(_ name: String, _ arguments: [String], environment: [String: String] =
   try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
   defer { try? FileManager.default.removeItem(at: folder) }
   let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
-  FileManager.default.createFile(atPath: out.path, contents: nil)
-  FileManager.default.createFile(atPath: err.path, contents: nil)
+  _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+  _ = FileManager.default.createFile(atPath: err.path, contents: nil)
   let process = Process()
   process.executableURL = products.appendingPathComponent(name)
   process.arguments = arguments
@@ -50,7 +50,7 @@ final class Background {
 
   init(_ name: String, _ arguments: [String], log: String, environment: [String: String] = [:]) throws {
     self.log = log
-    FileManager.default.createFile(atPath: log, contents: nil)
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
     process.executableURL = products.appendingPathComponent(name)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

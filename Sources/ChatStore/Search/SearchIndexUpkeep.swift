@@ -293,7 +293,7 @@ public final class SearchIndexUpkeep {
   /// in the V2 format (`contentless_delete` tables, SQLite 3.43 and later).
   public static func levels(_ db: Database, _ table: String) throws -> [Level]? {
     precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
-    guard case .blob(let record)? = try db.query("SELECT block FROM \(table)_data WHERE id = 10") { $0.value(0) }.first,
+    guard case .blob(let record)? = try db.query("SELECT block FROM \(table)_data WHERE id = 10", [], { $0.value(0) }).first,
       record.count >= 7, record.count < 8 || record[4..<8] != [0xFF, 0x00, 0x00, 0x01]
     else { return nil }
     var offset = 4  // after the configuration cookie

@@ -178,7 +178,7 @@ extension ClientCore {
       guard length > 0 else { continue }
       var value = [CChar](repeating: 0, count: Int(length) + 1)
       guard lws_hdr_copy(wsi, &value, Int32(value.count), token) >= 0 else { continue }
-      exchange.headers[String(name.dropLast()).lowercased()] = String(cString: value)
+      exchange.headers[String(name.dropLast()).lowercased()] = String(cStringBuffer: value)
     }
     for name in relayCustomHeaders {
       let key = Array((name + ":").utf8CString)
@@ -186,7 +186,7 @@ extension ClientCore {
       guard length >= 0 else { continue }
       var value = [CChar](repeating: 0, count: Int(length) + 1)
       guard lws_hdr_custom_copy(wsi, &value, Int32(value.count), key, Int32(key.count - 1)) >= 0 else { continue }
-      exchange.headers[name] = String(cString: value)
+      exchange.headers[name] = String(cStringBuffer: value)
     }
     let chunked = exchange.headers["transfer-encoding"]?.lowercased().contains("chunked") == true
     exchange.bodyToEndOfConnection = exchange.headers["content-length"] == nil && !chunked
@@ -202,5 +202,12 @@ extension ClientCore {
       return state.answering.removeValue(forKey: id)
     }
     waiting?.resume(with: outcome)
+  }
+}
+
+extension String {
+  /// The text of a NUL-terminated buffer lws filled (up to its first NUL), as UTF-8.
+  fileprivate init(cStringBuffer buffer: [CChar]) {
+    self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 }
