@@ -45,7 +45,7 @@ let package = Package(
     .plugin(name: "EmbedMigrations", capability: .buildTool()),
 
     // MARK: - Core and features
-    .target(name: "ChatStore", dependencies: ["CSQLite", "Migrations"], swiftSettings: hotLoops),
+    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and

@@ -27,14 +27,7 @@ enum AccessToken {
   }
 
   /// SHA-256 of the token's UTF-8 bytes.
-  static func digest(_ token: String) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-    var token = token
-    token.withUTF8 { bytes in
-      _ = digest.withUnsafeMutableBufferPointer { SHA256(bytes.baseAddress, bytes.count, $0.baseAddress) }
-    }
-    return digest
-  }
+  static func digest(_ token: String) -> [UInt8] { ChatStore.SHA256.digest(token.utf8) }
 
   /// The digest's first 8 bytes as a signed integer: the indexed lookup key. It is
   /// not secret: it narrows the search, and the whole digest is then compared in
