@@ -99,6 +99,31 @@ import Testing
     }
   }
 
+  /// A user's action (`send`, `read` from another process nudges the run) cuts a long
+  /// reconnect backoff short: after the failed catch-ups of a bad hour the client does
+  /// not sit out a 45 s backoff once the relay is fine again.
+  @Test func aNudgeCutsTheReconnectBackoffShort() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      let relay = ScriptedRelay()
+      let http = Self.failing("/v1/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
+      let sockets = Sockets()
+      var options = SyncEngine.Options.test
+      options.reconnectBackoff = Backoff(base: 3_600, cap: 3_600, jitter: .none)
+      let lines = Locked<[String]>([])
+      options.log = { line in lines.withLock { $0.append(line) } }
+      let engine = SyncEngine(repository: repository, http: http, socket: sockets.connector, options: options)
+      let run = Task { await engine.run() }
+      #expect(await eventually { lines.withLock { $0.contains { $0.hasPrefix("socket: reconnecting in 3600") } } })
+      #expect(await !engine.isSynced, "the catch-up failed; the next connect is an hour away")
+      await engine.nudge()
+      #expect(await eventually { await engine.isSynced }, "reconnected and caught up without waiting the hour")
+      #expect(sockets.all.count == 2)
+      await engine.stop()
+      await run.value
+    }
+  }
+
   /// Bug 4: a token of another user sent this file's outbox under that user's name.
   @Test func aTokenOfAnotherUserSendsNothing() async throws {
     try await withDataFolder { folder in

@@ -823,7 +823,7 @@ def main():
                     return False
             return not relay_rows()
 
-        deadline = time.monotonic() + (300 if a.long else 60)
+        deadline = time.monotonic() + (300 if a.long else 120)
         last_key, last_change = None, time.monotonic()
         while time.monotonic() < deadline:
             for u in users:
@@ -837,7 +837,8 @@ def main():
             key = state_key()
             if key != last_key:
                 last_key, last_change = key, time.monotonic()
-            elif time.monotonic() - last_change > 10:
+            elif time.monotonic() - last_change > 50:
+                # Longer than a client's longest reconnect backoff (30 s + 50% jitter).
                 break
         log("settled" if settled() else "steady, but not everything is read/delivered")
 

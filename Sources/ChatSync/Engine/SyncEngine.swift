@@ -76,6 +76,9 @@ public actor SyncEngine {
   private var socketTask: Task<Void, Never>?
   private var inFlight: [Int64: Task<Void, Never>] = [:]
   private let doorbell = Doorbell()
+  /// Cuts a reconnect's backoff short: the user did something (`send`, `read` from
+  /// another process) or a POST just got through, so the relay is worth trying now.
+  private let reconnectBell = Doorbell()
   private var stopping = false
   private var halted: String?
   /// Ids acknowledged on the current socket and not yet confirmed.
@@ -102,6 +105,8 @@ public actor SyncEngine {
   /// Unconfirmed acknowledgements and receipts are sent again after this long on one
   /// socket: the relay may have dropped them (a failed commit answers with an `error`).
   static let resendAfter: Duration = .seconds(5)
+  /// The least time between two connects when a backoff is cut short, in seconds.
+  static let reconnectFloor = 0.5
 
   public init(repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()) {
     self.owner = repository.ownerID
@@ -185,10 +190,14 @@ public actor SyncEngine {
     socket?.close()
     for task in inFlight.values { task.cancel() }
     doorbell.ring()
+    reconnectBell.ring()
   }
 
   /// Something changed in the file from outside (a `chat-sync send`, `read`): look again.
-  public func nudge() { doorbell.ring() }
+  public func nudge() {
+    doorbell.ring()
+    if socket == nil { reconnectBell.ring() }
+  }
 
   private func start() {
     do {
@@ -273,7 +282,12 @@ public actor SyncEngine {
       failures += 1
       let delay = options.reconnectBackoff.delay(attempt: failures, random: options.random)
       log(String(format: "socket: reconnecting in %.1f s", delay))
-      try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+      // Woken early, it still waits the backoff's first step, so rings cannot make it spin.
+      let waitStarted = ContinuousClock.now
+      await reconnectBell.wait(timeout: delay)
+      let floor = Duration.milliseconds(Int64(min(delay, Self.reconnectFloor) * 1000))
+      let waited = waitStarted.duration(to: .now)
+      if waited < floor { try? await Task.sleep(for: floor - waited) }
     }
   }
 
@@ -539,6 +553,7 @@ public actor SyncEngine {
   /// Sends the queued read receipts after a short pause, so several marks in a row
   /// (`chat-sync read` on a few conversations) go out together.
   public func scheduleReceipts() {
+    if socket == nil { reconnectBell.ring() }
     guard !receiptsScheduled else { return }
     receiptsScheduled = true
     Task {
@@ -660,6 +675,7 @@ public actor SyncEngine {
         try await patiently { try repository.acknowledge(message, requestID: request.requestID) }
         metrics.sent += 1
         if replayed { metrics.replayed += 1 }
+        if socket == nil { reconnectBell.ring() }
         let elapsed = started.duration(to: .now).components
         metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         firstTried[request.requestID] = nil
