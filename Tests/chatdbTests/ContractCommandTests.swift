@@ -152,7 +152,9 @@ import Testing
   }()
 
   @Test func theReadmeExitCodeTableIsTheCodes() {
-    let rows = Self.readme.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.dropFirst(2).first?.isNumber == true }
+    // The rows of the table under "## Exit codes" only (other tables have numbered rows too).
+    let section = Self.readme.components(separatedBy: "\n## Exit codes").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+    let rows = section.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.dropFirst(2).first?.isNumber == true }
     let documented = rows.compactMap { row -> (Int32, String)? in
       let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
       guard cells.count >= 2, let code = Int32(cells[0]) else { return nil }
