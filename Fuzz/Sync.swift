@@ -75,6 +75,7 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
       let answer = try? JSONDecoder().decode(PostAnswer.self, from: Data(reply.body))
       require(answer?.message.messageId == message.id, "accepted \(message) from \(String(decoding: reply.body, as: UTF8.self))")
     case (_, .accepted): require(false, "\(reply.status) sorted as accepted")
+    case (_, .unreachable): require(false, "an answer (\(reply.status)) sorted as unreachable")
     case (_, .rejected), (_, .unauthorized):
       require(!(500...599).contains(reply.status) && reply.status != 429 && reply.status != 408, "\(reply.status) sorted as \(outcome)")
     }
