@@ -71,7 +71,8 @@ let package = Package(
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
     .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
-    .testTarget(name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
+    .testTarget(
+      name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

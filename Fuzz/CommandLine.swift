@@ -9,11 +9,12 @@
 // value a parser accepts is in its documented range and survives a round trip where
 // the value has a text form.
 
-@testable import ChatCLI
 import ChatMaintenance
-@testable import ChatRelay
 import ChatStore
 import Foundation
+
+@testable import ChatCLI
+@testable import ChatRelay
 @testable import chat_relay
 @testable import chat_sync
 @testable import chatdb
@@ -46,7 +47,8 @@ private let tools: [CommandLineTool] = [
         .group(
           name: "index", abstract: "",
           subcommands: [
-            leaf(IndexListCommand.self), leaf(IndexVerifyCommand.self), leaf(IndexApplyCommand.self), leaf(IndexAnalyzeCommand.self),
+            leaf(IndexListCommand.self), leaf(IndexVerifyCommand.self), leaf(IndexApplyCommand.self),
+            leaf(IndexAnalyzeCommand.self),
           ]),
         leaf(CheckCommand.self), leaf(VacuumCommand.self), leaf(chatdb.SearchCommand.self),
       ]),
@@ -58,7 +60,10 @@ private let tools: [CommandLineTool] = [
         leaf(ServeCommand.self),
         .group(
           name: "user", abstract: "",
-          subcommands: [leaf(UserAddCommand.self), leaf(UserListCommand.self), leaf(UserRemoveCommand.self), leaf(UserTokenCommand.self)]),
+          subcommands: [
+            leaf(UserAddCommand.self), leaf(UserListCommand.self), leaf(UserRemoveCommand.self),
+            leaf(UserTokenCommand.self),
+          ]),
         .group(name: "push", abstract: "", subcommands: [leaf(PushListCommand.self)]),
       ]),
     version: "fuzz"),
@@ -90,10 +95,12 @@ public func fuzzCommandLine(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   case .usageError(let error):
     // Three lines: the message (control characters in quoted input escaped; a line break
     // in an argument once split it, found by this target), the usage, the help hint.
-    require(error.description.hasPrefix("Error: ") && error.description.split(separator: "\n").count == 3,
+    require(
+      error.description.hasPrefix("Error: ") && error.description.split(separator: "\n").count == 3,
       "usage error \(error.description)")
   case .run(let parsed):
-    let context = CommandContext(commandPath: parsed.path.joined(separator: " "), json: false, stdout: silent, stderr: silent)
+    let context = CommandContext(
+      commandPath: parsed.path.joined(separator: " "), json: false, stdout: silent, stderr: silent)
     do { try parsed.command.run?(parsed, context) } catch {}
   }
   for argument in arguments { values(argument) }
@@ -112,7 +119,8 @@ private func values(_ text: String) {
   if let age = EvictionPolicy.age(text) { require(age >= 0, "EvictionPolicy.age('\(text)') = \(age)") }
   if let id = try? Parse.userID(text) {
     require(id > 0 && String(id) == text, "Parse.userID('\(text)') = \(id)")
-    require(StoreLocation.userID(fromFileName: StoreLocation.path(forUser: id, in: "/data")) == id, "user \(id)'s file name")
+    require(
+      StoreLocation.userID(fromFileName: StoreLocation.path(forUser: id, in: "/data")) == id, "user \(id)'s file name")
   }
   if let n = try? Parse.count(text) { require(n >= 0, "Parse.count('\(text)') = \(n)") }
   for limit in [(1, 10_000), (0, 65_535), (1, 1024)] {
@@ -122,16 +130,21 @@ private func values(_ text: String) {
   }
   if let time = try? Parse.time(text) {
     let ms = Timestamp.milliseconds(from: time)
-    require(ms != nil && Timestamp.string(milliseconds: ms!) == time, "Parse.time('\(text)') = \(time) does not read back")
-    require(ms == Timestamp.milliseconds(from: text) || !Timestamp.representable.contains(Timestamp.milliseconds(from: text)!),
-            "Parse.time('\(text)') moved the time to \(time)")
+    require(
+      ms != nil && Timestamp.string(milliseconds: ms!) == time, "Parse.time('\(text)') = \(time) does not read back")
+    require(
+      ms == Timestamp.milliseconds(from: text)
+        || !Timestamp.representable.contains(Timestamp.milliseconds(from: text)!),
+      "Parse.time('\(text)') moved the time to \(time)")
   }
   _ = try? Parse.date(text)
   _ = try? Parse.path(text)
   if let cursor = try? Parse.searchCursor(text) { _ = cursor.description }
   _ = try? UsageCommand.threshold(text)
   if let end = try? GenerateCommand.end(text) {
-    require(end >= HistoryGenerator.minimumEnd && end <= HistoryGenerator.maximumEnd, "GenerateCommand.end('\(text)') = \(end)")
+    require(
+      end >= HistoryGenerator.minimumEnd && end <= HistoryGenerator.maximumEnd,
+      "GenerateCommand.end('\(text)') = \(end)")
   }
   _ = try? RelayAccess.parseServer(text)
   if let faults = try? Faults.parse(text, seed: 1) {

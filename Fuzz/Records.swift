@@ -6,6 +6,7 @@
 // hands out from a plain input are the input cut at "\n" (one "\r" before it dropped).
 
 import ChatStore
+
 @testable import ChatMaintenance
 
 #if canImport(Glibc)
@@ -44,7 +45,8 @@ public func fuzzRecords(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     if bytes.last == 0x0A || bytes.isEmpty { expected.removeLast() }
     if tooLong {
-      require(expected.count > lines.count && expected[lines.count].count > 200, "a line of at most 200 bytes was refused")
+      require(
+        expected.count > lines.count && expected[lines.count].count > 200, "a line of at most 200 bytes was refused")
       require(Array(expected.prefix(lines.count)) == lines, "the lines before the long one differ")
     } else {
       require(lines == expected, "LineReader gave \(lines.count) lines, the input has \(expected.count)")
@@ -81,7 +83,9 @@ private func roundTrip(_ line: [UInt8]) {
     require((try? again.header()) == header, "\(header) was written as \(written) and read back differently")
   case .trailer:
     // A count left out reads as -1 ("not given"), which is not written back.
-    guard let trailer = try? parser.trailer(), trailer.users >= 0, trailer.messages >= 0, trailer.requests >= 0 else { return }
+    guard let trailer = try? parser.trailer(), trailer.users >= 0, trailer.messages >= 0, trailer.requests >= 0 else {
+      return
+    }
     writer.write(trailer)
     let written = reparse(writer.buffer, expecting: kind)
     require((try? again.trailer()) == trailer, "\(trailer) was written as \(written) and read back differently")

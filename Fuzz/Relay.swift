@@ -12,6 +12,7 @@
 
 import ChatStore
 import Foundation
+
 @testable import ChatRelay
 
 #if canImport(Glibc)
@@ -23,7 +24,11 @@ private let setup: (relay: Relay, tokens: [String]) = {
   database.remove()
   let relay = try! Relay(databasePath: database.path, now: { 1_767_225_600_000 })
   let tokens = (1...3).map { id in try! relay.store.addUser(id: Int64(id), name: "user \(id)", avatarURL: nil) }
-  atexit { database.remove(); unlink(database.path + "-wal"); unlink(database.path + "-shm") }
+  atexit {
+    database.remove()
+    unlink(database.path + "-wal")
+    unlink(database.path + "-shm")
+  }
   return (relay, tokens)
 }()
 
@@ -43,10 +48,13 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   }
   checkPostBody(request.body)
   let response = setup.relay.respond(to: request)
-  require([200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 503].contains(response.status),
-          "status \(response.status) for \(request.method) \(request.path): \(String(decoding: response.body, as: UTF8.self))")
-  require((try? JSONSerialization.jsonObject(with: Data(response.body))) != nil,
-          "the answer is not JSON: \(String(decoding: response.body, as: UTF8.self))")
+  require(
+    [200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 503].contains(response.status),
+    "status \(response.status) for \(request.method) \(request.path): \(String(decoding: response.body, as: UTF8.self))"
+  )
+  require(
+    (try? JSONSerialization.jsonObject(with: Data(response.body))) != nil,
+    "the answer is not JSON: \(String(decoding: response.body, as: UTF8.self))")
   return 0
 }
 
@@ -56,7 +64,8 @@ private func checkPostBody(_ body: [UInt8]) {
   guard let plain = Relay.PostBody.parsePlain(body) else { return }
   let decoded: Relay.PostBody
   do { decoded = try decode(body) } catch {
-    require(false, "parsePlain accepted a body JSONDecoder refuses (\(error)): \(String(decoding: body, as: UTF8.self))")
+    require(
+      false, "parsePlain accepted a body JSONDecoder refuses (\(error)): \(String(decoding: body, as: UTF8.self))")
     return
   }
   require(
@@ -104,7 +113,9 @@ private func percentDecoded(_ text: String) -> String {
   var out: [UInt8] = []
   var bytes = text.utf8[...]
   while let byte = bytes.popFirst() {
-    if byte == UInt8(ascii: "%"), bytes.count >= 2, let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+    if byte == UInt8(ascii: "%"), bytes.count >= 2,
+      let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+    {
       out.append(value)
       bytes = bytes.dropFirst(2)
     } else {

@@ -13,6 +13,7 @@
 
 import ChatStore
 import Foundation
+
 @testable import ChatSync
 
 #if canImport(Glibc)
@@ -28,7 +29,10 @@ private final class NoSocket: RelaySocket {
 private let folder: String = {
   let path = (getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/chatdb-fuzz-\(getpid())-sync"
   try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-  atexit { try? FileManager.default.removeItem(atPath: (getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/chatdb-fuzz-\(getpid())-sync") }
+  atexit {
+    try? FileManager.default.removeItem(
+      atPath: (getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/chatdb-fuzz-\(getpid())-sync")
+  }
   return path
 }()
 private let repository: ChatRepository = {
@@ -69,15 +73,23 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case (401, .unauthorized): break
     case (401, _): require(false, "401 sorted as \(outcome)")
     case (_, .retryable(_, let after)):
-      require([200, 201, 408, 429].contains(reply.status) || (500...599).contains(reply.status), "\(reply.status) sorted as retryable")
-      if let after { require(reply.status == 429 && after >= 0 && after <= 3_600, "retry after \(after) s for \(reply.status)") }
+      require(
+        [200, 201, 408, 429].contains(reply.status) || (500...599).contains(reply.status),
+        "\(reply.status) sorted as retryable")
+      if let after {
+        require(reply.status == 429 && after >= 0 && after <= 3_600, "retry after \(after) s for \(reply.status)")
+      }
     case (200, .accepted(let message, _)), (201, .accepted(let message, _)):
       let answer = try? JSONDecoder().decode(PostAnswer.self, from: Data(reply.body))
-      require(answer?.message.messageId == message.id, "accepted \(message) from \(String(decoding: reply.body, as: UTF8.self))")
+      require(
+        answer?.message.messageId == message.id,
+        "accepted \(message) from \(String(decoding: reply.body, as: UTF8.self))")
     case (_, .accepted): require(false, "\(reply.status) sorted as accepted")
     case (_, .unreachable): require(false, "an answer (\(reply.status)) sorted as unreachable")
     case (_, .rejected), (_, .unauthorized):
-      require(!(500...599).contains(reply.status) && reply.status != 429 && reply.status != 408, "\(reply.status) sorted as \(outcome)")
+      require(
+        !(500...599).contains(reply.status) && reply.status != 429 && reply.status != 408,
+        "\(reply.status) sorted as \(outcome)")
     }
   default:
     let reply = HTTPReply(status: 200, body: Array(bytes[1...]))
@@ -85,7 +97,8 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
       let messages = page.messages.map(\.model)
       // As SyncEngine.store: stand-in profiles for unknown contacts, then one transaction.
       let contacts = (try? repository.unknownUsers(messages.map { $0.conversationID(owner: 1) })) ?? []
-      _ = try? repository.receive(messages, users: contacts.map { User(id: $0, name: "user \($0)") }, messageCursor: messages.last?.id)
+      _ = try? repository.receive(
+        messages, users: contacts.map { User(id: $0, name: "user \($0)") }, messageCursor: messages.last?.id)
     }
     if let list: WireUsers = try? RelayAPI.decode(reply, "GET /v1/users") {
       for user in list.users { _ = try? repository.upsert(user.model) }

@@ -58,7 +58,8 @@ public struct Command: Sendable {
   }
 
   /// A command group: its help lists `subcommands`.
-  public static func group(name: String, abstract: String, discussion: String? = nil, subcommands: [Command]) -> Command {
+  public static func group(name: String, abstract: String, discussion: String? = nil, subcommands: [Command]) -> Command
+  {
     Command(name: name, abstract: abstract, discussion: discussion, subcommands: subcommands)
   }
 
@@ -92,7 +93,9 @@ public struct Option: Sendable {
   public var isRequired: Bool
 
   /// Creates an option from its parts.
-  public init(names: [String], valueName: String? = nil, help: String, isRepeatable: Bool = false, isRequired: Bool = false) {
+  public init(
+    names: [String], valueName: String? = nil, help: String, isRepeatable: Bool = false, isRequired: Bool = false
+  ) {
     self.names = names
     self.valueName = valueName
     self.help = help
@@ -113,7 +116,8 @@ public struct Option: Sendable {
   /// The automatic `-h, --help` flag every command gets.
   public static let help = Option.flag("-h", "--help", help: "Show help information.")
   /// The `--json` flag every runnable command gets from `CommandLineTool`.
-  public static let json = Option.flag("--json", help: "Print the result as JSON (the envelope described in the README).")
+  public static let json = Option.flag(
+    "--json", help: "Print the result as JSON (the envelope described in the README).")
   /// The automatic `--version` flag of the root command.
   public static let version = Option.flag("--version", help: "Show the version.")
 

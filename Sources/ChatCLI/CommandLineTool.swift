@@ -26,11 +26,14 @@ public struct CommandLineTool: Sendable {
   /// exit status the context settled on. A thrown `UsageError` is printed as a usage error
   /// (64); any other thrown error goes to `CommandContext.fail`, the one place an error
   /// becomes an exit code.
-  public func main(_ arguments: [String], stdout: TextOutput = .standardOutput, stderr: TextOutput = .standardError) -> Int32 {
+  public func main(_ arguments: [String], stdout: TextOutput = .standardOutput, stderr: TextOutput = .standardError)
+    -> Int32
+  {
     if let position = Self.argumentNotUTF8() {
       // Swift's `CommandLine.arguments` replaces such bytes with U+FFFD: a message or a
       // path would silently become another one.
-      stderr.writeLine("Error: argument \(position) is not valid UTF-8 text; \(root.name) reads every argument as UTF-8")
+      stderr.writeLine(
+        "Error: argument \(position) is not valid UTF-8 text; \(root.name) reads every argument as UTF-8")
       return ExitCode.usage.rawValue
     }
     switch parse(arguments) {
@@ -67,7 +70,8 @@ extension CommandLineTool {
     let argv = CommandLine.unsafeArgv
     for index in 1..<Int(CommandLine.argc) {
       guard let pointer = argv[index] else { continue }
-      let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+      let bytes = UnsafeBufferPointer(
+        start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
       if String(validating: bytes, as: UTF8.self) == nil { return index }
     }
     return nil

@@ -37,25 +37,31 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .partialFailure: "some files of an `--all` run failed (each is reported with its own code)"
     case .diskLow: "`usage --check`: the disk is low"
     case .diskCritical: "`usage --check`: the disk is critical"
-    case .findings: "`check` found problems, or `index verify` found a hot query that scans or a search index that differs from its rows"
+    case .findings:
+      "`check` found problems, or `index verify` found a hot query that scans or a search index that differs from its rows"
     case .unplannable: "`index verify`: a hot query could not be planned (a table or column it needs is missing)"
-    case .unsent: "`chat-sync run --once`: synced, but some messages are still in the outbox (waiting for a retry, or failed for good: see `chat-sync status`)"
+    case .unsent:
+      "`chat-sync run --once`: synced, but some messages are still in the outbox (waiting for a retry, or failed for good: see `chat-sync status`)"
     case .newerSchema: "the file's schema is newer than this program knows"
-    case .schemaMismatch: "the file's applied migrations differ from the shipped ones (drift), or it is not a chatdb file"
+    case .schemaMismatch:
+      "the file's applied migrations differ from the shipped ones (drift), or it is not a chatdb file"
     case .badTarget: "a downgrade or an unknown target version was asked for"
     case .diskSpace: "not enough free disk space to do the work safely, or the disk filled up"
     case .writeFailed: "a write failed and was rolled back; the file is as it was before the failed transaction"
     case .olderSchema: "the file's schema is older than the command needs: run `chatdb migrate` on it"
     case .readFailed: "reading the file failed; nothing was changed"
     case .usage: "bad command line (unknown option, missing or invalid value)"
-    case .dataError: "bad input data, or the file is not a SQLite database or is damaged, or (chosen with `--user` or `--all`) is a symbolic link out of the data folder"
+    case .dataError:
+      "bad input data, or the file is not a SQLite database or is damaged, or (chosen with `--user` or `--all`) is a symbolic link out of the data folder"
     case .notFound: "a file or folder named on the command line does not exist"
-    case .unavailable: "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox"
+    case .unavailable:
+      "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox"
     case .internalError: "an unexpected internal error (a bug: please report it)"
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"
     case .permission: "permission denied: a file's mode, or the relay refused the token (`chat-sync`)"
-    case .brokenPipe: "standard output was closed by its reader (as `head -1` does): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
+    case .brokenPipe:
+      "standard output was closed by its reader (as `head -1` does): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
     }
   }
 

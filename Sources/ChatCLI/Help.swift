@@ -41,8 +41,9 @@ enum Help {
     var sections: [String] = []
     if !command.abstract.isEmpty { sections.append(wrap("OVERVIEW: " + command.abstract, indent: 0)) }
     if let discussion = command.discussion, !discussion.isEmpty {
-      sections.append(discussion.split(separator: "\n", omittingEmptySubsequences: false)
-        .map { wrap(String($0), indent: 0) }.joined(separator: "\n"))
+      sections.append(
+        discussion.split(separator: "\n", omittingEmptySubsequences: false)
+          .map { wrap(String($0), indent: 0) }.joined(separator: "\n"))
     }
     let usageWords = ["USAGE:"] + path + usageItems(command)
     sections.append(wrap(words: usageWords, indent: "USAGE: ".count))
@@ -56,8 +57,9 @@ enum Help {
     sections.append(list("OPTIONS:", options))
     if !command.subcommands.isEmpty {
       let helpPath = ([path[0], "help"] + path.dropFirst()).joined(separator: " ")
-      sections.append(list("SUBCOMMANDS:", command.subcommands.map { ($0.name, $0.abstract) })
-        + "\n\n  See '\(helpPath) <subcommand>' for detailed help.")
+      sections.append(
+        list("SUBCOMMANDS:", command.subcommands.map { ($0.name, $0.abstract) })
+          + "\n\n  See '\(helpPath) <subcommand>' for detailed help.")
     }
     return sections.joined(separator: "\n\n") + "\n"
   }
@@ -67,7 +69,10 @@ enum Help {
     var lines = [title]
     for row in rows {
       let label = "  " + row.label
-      if row.help.isEmpty { lines.append(label); continue }
+      if row.help.isEmpty {
+        lines.append(label)
+        continue
+      }
       let help = wrap(row.help, indent: labelColumn, startColumn: labelColumn)
       if label.count + 2 <= labelColumn {
         lines.append(label.padding(to: labelColumn) + help)

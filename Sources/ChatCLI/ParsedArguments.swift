@@ -11,7 +11,9 @@ public struct ParsedArguments: Sendable {
 
   /// Creates parsed arguments directly, e.g. to unit-test a command's `run` closure;
   /// `options` is keyed by any of an option's names and holds `[]` for a given flag.
-  public init(command: Command, path: [String], options: [String: [String]] = [:], positionals: [String: [String]] = [:]) {
+  public init(
+    command: Command, path: [String], options: [String: [String]] = [:], positionals: [String: [String]] = [:]
+  ) {
     self.command = command
     self.path = path
     var values: [String: [String]] = [:]
@@ -40,7 +42,8 @@ public struct ParsedArguments: Sendable {
   /// A usage error for this command, for its own validation
   /// (e.g. "--user and --db cannot be used together").
   public func usageError(_ message: String) -> UsageError {
-    UsageError(message: message, usage: Help.usage(command, path: path, truncated: true),
-               commandPath: path.joined(separator: " "))
+    UsageError(
+      message: message, usage: Help.usage(command, path: path, truncated: true),
+      commandPath: path.joined(separator: " "))
   }
 }

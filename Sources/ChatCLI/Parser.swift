@@ -44,8 +44,9 @@ struct Parser {
   var helpText: ParseResult { .help(Help.text(for: command, path: path)) }
 
   func error(_ message: String) -> UsageError {
-    UsageError(message: message, usage: Help.usage(command, path: path, truncated: true),
-               commandPath: path.joined(separator: " "))
+    UsageError(
+      message: message, usage: Help.usage(command, path: path, truncated: true),
+      commandPath: path.joined(separator: " "))
   }
 
   /// `Unexpected argument 'x'`, with a suggestion among the current command's subcommands.
@@ -57,7 +58,9 @@ struct Parser {
   mutating func parse() -> ParseResult {
     if arguments.first == "help", !root.subcommands.isEmpty, root.subcommands.allSatisfy({ $0.name != "help" }) {
       for word in arguments.dropFirst() where word != "-h" && word != "--help" {
-        guard let next = command.subcommands.first(where: { $0.name == word }) else { return .usageError(unexpected(word)) }
+        guard let next = command.subcommands.first(where: { $0.name == word }) else {
+          return .usageError(unexpected(word))
+        }
         stack.append(next)
       }
       return helpText
@@ -95,7 +98,10 @@ struct Parser {
       positionals.append(token)
       return nil
     }
-    if token == "--" { afterTerminator = true; return nil }
+    if token == "--" {
+      afterTerminator = true
+      return nil
+    }
     if token == "-h" || token == "--help" { return nil }  // handled via `helpRequested`
     if token == "--version" && stack.count == 1 && command.option(named: token) == nil {
       return helpRequested ? nil : .version(version)
@@ -152,7 +158,8 @@ struct Parser {
 /// than half the typed length, so short words get no far-fetched suggestions).
 func suggestion(for input: String, among candidates: [String]) -> String? {
   let typed = input.drop { $0 == "-" }.count
-  if typed >= 2, let match = candidates.filter({ $0.hasPrefix(input) && $0 != input }).min(by: { $0.count < $1.count }) {
+  if typed >= 2, let match = candidates.filter({ $0.hasPrefix(input) && $0 != input }).min(by: { $0.count < $1.count })
+  {
     return match
   }
   let scored = candidates.map { ($0, editDistance(input, $0)) }.filter { $0.1 <= 2 && $0.1 * 2 < typed }
@@ -161,7 +168,8 @@ func suggestion(for input: String, among candidates: [String]) -> String? {
 
 /// Levenshtein distance between two strings, by characters.
 func editDistance(_ a: String, _ b: String) -> Int {
-  let a = Array(a), b = Array(b)
+  let a = Array(a)
+  let b = Array(b)
   var previous = Array(0...b.count)
   for (i, character) in a.enumerated() {
     var current = [i + 1] + Array(repeating: 0, count: b.count)

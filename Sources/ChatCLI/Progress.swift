@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+  import Glibc
 #endif
 
 /// Reports long work as one redrawn line on a terminal: label, count/total, percent, rate and

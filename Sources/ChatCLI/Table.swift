@@ -77,7 +77,10 @@ func wrapCell(_ text: String, width: Int) -> [String] {
   for word in text.split(separator: " ", omittingEmptySubsequences: true).map(String.init) {
     var word = word
     while displayWidth(word) > width {
-      if !current.isEmpty { lines.append(current); current = "" }
+      if !current.isEmpty {
+        lines.append(current)
+        current = ""
+      }
       var head = ""
       while let next = word.first, displayWidth(head + String(next)) <= width {
         head.append(next)
@@ -104,7 +107,8 @@ func displayWidth(_ text: String) -> Int {
   var width = 0
   for character in text {
     let scalar = character.unicodeScalars.first!.value
-    let wide = (0x1100...0x115F).contains(scalar) || (0x2E80...0xA4CF).contains(scalar)
+    let wide =
+      (0x1100...0x115F).contains(scalar) || (0x2E80...0xA4CF).contains(scalar)
       || (0xAC00...0xD7A3).contains(scalar) || (0xF900...0xFAFF).contains(scalar)
       || (0xFE30...0xFE4F).contains(scalar) || (0xFF00...0xFF60).contains(scalar)
       || (0xFFE0...0xFFE6).contains(scalar) || (0x1F300...0x1FAFF).contains(scalar)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+  import Glibc
 #endif
 
 /// Facts about the terminal the process is attached to.

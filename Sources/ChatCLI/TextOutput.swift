@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+  import Glibc
 #endif
 
 /// A destination for text: stdout, stderr, or a buffer in tests.

@@ -13,7 +13,8 @@ struct APIError: Error {
     APIError(status: 400, code: "bad_request", message: message, field: field)
   }
   static let unauthorized = APIError(
-    status: 401, code: "unauthorized", message: "send 'Authorization: Bearer <token>' with a token from 'chat-relay user add'")
+    status: 401, code: "unauthorized",
+    message: "send 'Authorization: Bearer <token>' with a token from 'chat-relay user add'")
   static func forbidden(_ message: String) -> APIError { APIError(status: 403, code: "forbidden", message: message) }
   static func notFound(_ message: String) -> APIError { APIError(status: 404, code: "not_found", message: message) }
   static func tooLarge(_ message: String, field: String?) -> APIError {
@@ -24,10 +25,14 @@ struct APIError: Error {
   }
   static func conflict(_ message: String) -> APIError { APIError(status: 409, code: "conflict", message: message) }
   static func throttled(retryAfter seconds: Int) -> APIError {
-    APIError(status: 429, code: "throttled", message: "too many requests; retry after \(seconds) s", headers: [("Retry-After", String(seconds))])
+    APIError(
+      status: 429, code: "throttled", message: "too many requests; retry after \(seconds) s",
+      headers: [("Retry-After", String(seconds))])
   }
   static func `internal`(_ message: String) -> APIError { APIError(status: 500, code: "internal", message: message) }
-  static func unavailable(_ message: String) -> APIError { APIError(status: 503, code: "unavailable", message: message) }
+  static func unavailable(_ message: String) -> APIError {
+    APIError(status: 503, code: "unavailable", message: message)
+  }
 
   /// The answer for a store error: the client's fault (4xx) or the relay's (5xx).
   init(_ error: StoreError) {
@@ -101,7 +106,9 @@ public final class Faults: @unchecked Sendable {
         delay = ms
         continue
       }
-      guard let p = Double(pair[1]), p >= 0, p <= 1 else { throw FaultSpecError("'\(part)': a probability is from 0 to 1") }
+      guard let p = Double(pair[1]), p >= 0, p <= 1 else {
+        throw FaultSpecError("'\(part)': a probability is from 0 to 1")
+      }
       probabilities[kind] = p
     }
     return Faults(probabilities: probabilities, seed: seed, eventDelayMilliseconds: delay)

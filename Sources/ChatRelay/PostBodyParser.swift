@@ -71,7 +71,9 @@ private struct PlainJSONObjectParser {
   }
 
   mutating func skipSpace() {
-    while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+    while index < bytes.count,
+      bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09
+    {
       index += 1
     }
   }
@@ -103,7 +105,9 @@ private struct PlainJSONObjectParser {
     }
     let count = index - start
     guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-    if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) { return nil }
+    if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+      return nil
+    }
     return value
   }
 
@@ -113,7 +117,9 @@ private struct PlainJSONObjectParser {
     guard take(UInt8(ascii: "\"")) else { return nil }
     let start = index
     // Fast path: no escape at all.
-    while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 {
+    while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"),
+      bytes[index] >= 0x20
+    {
       index += 1
     }
     guard index < bytes.count else { return nil }
@@ -144,7 +150,8 @@ private struct PlainJSONObjectParser {
           guard let unit = hex4() else { return nil }
           var scalar: Unicode.Scalar?
           if (0xD800...0xDBFF).contains(unit) {
-            guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")), let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+            guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")), let low = hex4(), (0xDC00...0xDFFF).contains(low)
+            else { return nil }
             scalar = Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
           } else {
             scalar = Unicode.Scalar(unit)

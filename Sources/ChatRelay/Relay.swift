@@ -117,7 +117,10 @@ public final class Relay: @unchecked Sendable {
       case .answer(let exchange, let response):
         server?.answer(
           exchange,
-          with: holds ? response : APIError.unavailable("the relay could not commit: \(failure ?? "the transaction was rolled back")").response)
+          with: holds
+            ? response
+            : APIError.unavailable("the relay could not commit: \(failure ?? "the transaction was rolled back")")
+              .response)
       case .event(let text, let socket):
         if holds { transmit(text, to: socket) }
       case .webhook(let message, let unread):
@@ -168,7 +171,9 @@ public final class Relay: @unchecked Sendable {
 
   /// Runs `body` for `method` only; any other is 405 with `Allow: allow` (the path's
   /// methods, when the caller handled another one before).
-  private func only(_ method: String, _ request: HTTPRequest, allow: String? = nil, _ body: () throws -> HTTPResponse) throws -> HTTPResponse {
+  private func only(_ method: String, _ request: HTTPRequest, allow: String? = nil, _ body: () throws -> HTTPResponse)
+    throws -> HTTPResponse
+  {
     guard request.method == method else { throw APIError.methodNotAllowed(allow ?? method) }
     return try body()
   }
@@ -195,19 +200,25 @@ public final class Relay: @unchecked Sendable {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
     let body: PostBody = try PostBody.parsePlain(request.body) ?? decode(request.body)
-    guard body.requestId > 0 else { throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId") }
-    guard body.toUserId > 0 else { throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId") }
+    guard body.requestId > 0 else {
+      throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId")
+    }
+    guard body.toUserId > 0 else {
+      throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId")
+    }
     let bytes = body.content.utf8.count
     guard bytes >= 1 else { throw APIError.badRequest("field 'content': a message needs some text", field: "content") }
     guard bytes <= RelayStore.maximumContentBytes else {
-      throw APIError.tooLarge("field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
+      throw APIError.tooLarge(
+        "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
     }
     let now = self.now()
     forgetOldRequests(now: now)
     var createdAt = Timestamp.string(milliseconds: now)
     if let given = body.createdAt {
       guard let ms = Timestamp.milliseconds(from: given) else {
-        throw APIError.badRequest("field 'createdAt': expected an ISO 8601 time like 2026-01-31T12:00:00.000Z", field: "createdAt")
+        throw APIError.badRequest(
+          "field 'createdAt': expected an ISO 8601 time like 2026-01-31T12:00:00.000Z", field: "createdAt")
       }
       createdAt = Timestamp.string(milliseconds: ms)
     }
@@ -261,7 +272,8 @@ public final class Relay: @unchecked Sendable {
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
     request.httpBody = Data(
       JSONValue.object([
-        "toUserId": .int(message.toUserId), "messageId": .int(message.messageId), "fromUserId": .int(message.fromUserId),
+        "toUserId": .int(message.toUserId), "messageId": .int(message.messageId),
+        "fromUserId": .int(message.fromUserId),
         "unread": .int(unread),
       ]).render(pretty: false).utf8)
     URLSession.shared.dataTask(with: request) { _, _, _ in }.resume()
@@ -287,7 +299,9 @@ public final class Relay: @unchecked Sendable {
   // MARK: GET /v1/users
 
   func profile(_ text: String, for viewer: Int64) throws -> HTTPResponse {
-    guard let id = StoreLocation.parseUserID(text) else { throw APIError.badRequest("'\(text)' is not a user id", field: "id") }
+    guard let id = StoreLocation.parseUserID(text) else {
+      throw APIError.badRequest("'\(text)' is not a user id", field: "id")
+    }
     guard let user = try store.user(id: id) else { throw APIError.notFound("no user \(id)") }
     guard try store.canSee(viewer: viewer, user: id) else {
       throw APIError.forbidden("user \(id) is not someone you exchange messages with")
@@ -296,12 +310,16 @@ public final class Relay: @unchecked Sendable {
   }
 
   func profiles(_ list: String?, for viewer: Int64) throws -> HTTPResponse {
-    guard let list, !list.isEmpty else { throw APIError.badRequest("query 'ids': expected a comma-separated list of user ids", field: "ids") }
+    guard let list, !list.isEmpty else {
+      throw APIError.badRequest("query 'ids': expected a comma-separated list of user ids", field: "ids")
+    }
     let parts = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     guard parts.count <= 100 else { throw APIError.badRequest("query 'ids': at most 100 ids", field: "ids") }
     var users: [JSONValue] = []
     for part in parts {
-      guard let id = StoreLocation.parseUserID(part) else { throw APIError.badRequest("query 'ids': '\(part)' is not a user id", field: "ids") }
+      guard let id = StoreLocation.parseUserID(part) else {
+        throw APIError.badRequest("query 'ids': '\(part)' is not a user id", field: "ids")
+      }
       if try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) { users.append(user.json) }
     }
     return .json(200, ["users": .array(users)])
@@ -364,22 +382,31 @@ public final class Relay: @unchecked Sendable {
       switch event.type {
       case "delivery_ack":
         let ack: Payload<DeliveryAck> = try decode(data)
-        guard ack.payload.messageIds.count <= 500 else { throw APIError.badRequest("at most 500 messageIds", field: "messageIds") }
+        guard ack.payload.messageIds.count <= 500 else {
+          throw APIError.badRequest("at most 500 messageIds", field: "messageIds")
+        }
         for update in try store.acknowledgeDelivery(by: user, ids: ack.payload.messageIds) { push(update) }
         // The client keeps a message unconfirmed (and acknowledges it again after a
         // reconnect) until it sees this: an acknowledgement lost with its socket is repeated.
-        send(Self.event("delivery_acknowledged", ["messageIds": .array(ack.payload.messageIds.map { .int($0) })]), to: socket)
+        send(
+          Self.event("delivery_acknowledged", ["messageIds": .array(ack.payload.messageIds.map { .int($0) })]),
+          to: socket)
       case "read":
         let receipt: Payload<ReadReceipt> = try decode(data)
         // A read receipt never stands in for delivery: the mark stops below any message
         // the reader has not acknowledged (RelayStore.markRead).
-        if let update = try store.markRead(by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo) {
+        if let update = try store.markRead(
+          by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo)
+        {
           push(update)
         }
         // The client keeps the receipt in its file (and sends it again) until this names a
         // mark at or above it; marks are forward only, so a repeat changes nothing.
         let mark = try store.readMark(by: user, conversation: receipt.payload.conversationId)
-        send(Self.event("read_acknowledged", ["conversationId": .int(receipt.payload.conversationId), "upTo": .int(mark)]), to: socket)
+        send(
+          Self.event(
+            "read_acknowledged", ["conversationId": .int(receipt.payload.conversationId), "upTo": .int(mark)]),
+          to: socket)
       case "typing":
         let typing: Payload<Typing> = try decode(data)
         if try store.canSee(viewer: user, user: typing.payload.toUserId) {
@@ -425,7 +452,8 @@ public final class Relay: @unchecked Sendable {
       if close { server.close(socket, code: 1011) }
     }
     if faults.eventDelayMilliseconds > 0 {
-      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(faults.eventDelayMilliseconds), execute: deliver)
+      DispatchQueue.global().asyncAfter(
+        deadline: .now() + .milliseconds(faults.eventDelayMilliseconds), execute: deliver)
     } else {
       deliver()
     }
@@ -461,7 +489,9 @@ func decode<T: Decodable>(_ bytes: [UInt8]) throws -> T {
       // Foundation reports a number an integer field cannot hold (1.5, 10,000 digits)
       // here too, without its key: the reason it gives is kept, on one line.
       let reason = context.debugDescription.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(200)
-      if path.isEmpty { throw APIError.badRequest("the body is not a JSON object of the expected fields (\(reason))", field: nil) }
+      if path.isEmpty {
+        throw APIError.badRequest("the body is not a JSON object of the expected fields (\(reason))", field: nil)
+      }
       throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
     @unknown default:
       throw APIError.badRequest("the body is not valid JSON", field: nil)
@@ -474,7 +504,8 @@ extension HTTPRequest {
   func int(_ name: String, default fallback: Int64, range: ClosedRange<Int64>) throws -> Int64 {
     guard let text = query[name] else { return fallback }
     guard let value = Int64(text), range.contains(value) else {
-      throw APIError.badRequest("query '\(name)': expected an integer from \(range.lowerBound) to \(range.upperBound)", field: name)
+      throw APIError.badRequest(
+        "query '\(name)': expected an integer from \(range.lowerBound) to \(range.upperBound)", field: name)
     }
     return value
   }
@@ -483,6 +514,7 @@ extension HTTPRequest {
 extension HTTPResponse {
   /// A JSON response.
   static func json(_ status: Int, _ body: JSONValue) -> HTTPResponse {
-    HTTPResponse(status: status, contentType: "application/json", body: Array(body.render(pretty: false).utf8), headers: [])
+    HTTPResponse(
+      status: status, contentType: "application/json", body: Array(body.render(pretty: false).utf8), headers: [])
   }
 }

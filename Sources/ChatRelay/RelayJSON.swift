@@ -7,7 +7,8 @@ extension RelayMessage {
   /// `{messageId, fromUserId, toUserId, content, status, createdAt}`.
   public var json: JSONValue {
     .object([
-      "messageId": .int(messageId), "fromUserId": .int(fromUserId), "toUserId": .int(toUserId), "content": .string(content),
+      "messageId": .int(messageId), "fromUserId": .int(fromUserId), "toUserId": .int(toUserId),
+      "content": .string(content),
       "status": .string(status), "createdAt": .string(createdAt),
     ])
   }
@@ -37,7 +38,8 @@ extension PushRecord {
   /// `{id, toUserId, messageId, unread, createdAt}`: ids and the badge count, never content.
   public var json: JSONValue {
     .object([
-      "id": .int(id), "toUserId": .int(toUserId), "messageId": .int(messageId), "unread": .int(unread), "createdAt": .string(createdAt),
+      "id": .int(id), "toUserId": .int(toUserId), "messageId": .int(messageId), "unread": .int(unread),
+      "createdAt": .string(createdAt),
     ])
   }
 }

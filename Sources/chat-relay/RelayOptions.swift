@@ -6,7 +6,10 @@ import ChatStore
 struct RelayDatabase: Sendable {
   var path: String
   init(_ o: inout OptionReader) {
-    path = o.option("--db", valueName: "path", help: "The relay's database file (created when missing).", required: true, parse: Parse.path) ?? ""
+    path =
+      o.option(
+        "--db", valueName: "path", help: "The relay's database file (created when missing).", required: true,
+        parse: Parse.path) ?? ""
   }
 
   /// The relay's store, which must exist already: commands that only read or change
@@ -14,19 +17,25 @@ struct RelayDatabase: Sendable {
   /// `readOnly`: for the commands that only list (nothing is created, migrated or written).
   func existing(readOnly: Bool = false) throws -> RelayStore {
     guard FileSystem.exists(path) else {
-      throw StoreError(.notFound, "\(path): no such relay database ('chat-relay user add' or 'serve' creates it)", path: path)
+      throw StoreError(
+        .notFound, "\(path): no such relay database ('chat-relay user add' or 'serve' creates it)", path: path)
     }
     try RelayStore.refuseSpecialFile(path)
     // An empty file holds no relay yet: these commands leave it empty, as they leave a
     // missing one missing.
     guard FileSystem.size(atPath: path) != 0 else {
-      throw StoreError(.notFound, "\(path) is empty: no relay data ('chat-relay user add' or 'serve' creates it)", path: path)
+      throw StoreError(
+        .notFound, "\(path) is empty: no relay data ('chat-relay user add' or 'serve' creates it)", path: path)
     }
     return try RelayStore(path: path, readOnly: readOnly)
   }
 
   /// The one-file report every relay command gives.
   func report(_ context: CommandContext, json: JSONValue, text: String, totals: [String: Int64] = [:]) {
-    context.report([FileReport(target: FileTarget(path: path, userID: nil), outcome: .success(FileResult(json: json, text: text, totals: totals)))])
+    context.report([
+      FileReport(
+        target: FileTarget(path: path, userID: nil),
+        outcome: .success(FileResult(json: json, text: text, totals: totals)))
+    ])
   }
 }

@@ -26,20 +26,37 @@ enum ServeCommand: ParsableCommand {
     var pingSeconds: Int
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
-      host = o.option("--host", valueName: "address", help: "The address to listen on (default 127.0.0.1).", parse: Parse.path) ?? "127.0.0.1"
-      port = o.option("--port", valueName: "n", help: "The TCP port (default 8080; 0 picks a free one).", parse: Parse.count(from: 0, to: 65_535)) ?? 8080
+      host =
+        o.option(
+          "--host", valueName: "address", help: "The address to listen on (default 127.0.0.1).", parse: Parse.path)
+        ?? "127.0.0.1"
+      port =
+        o.option(
+          "--port", valueName: "n", help: "The TCP port (default 8080; 0 picks a free one).",
+          parse: Parse.count(from: 0, to: 65_535)) ?? 8080
       faults = o.option(
         "--faults", valueName: "list",
-        help: "Inject faults: name=probability,… (drop-response, error-503, throttle-429, duplicate-event, close-socket) and delay-event=<n>ms.",
-        parse: { text in _ = try Faults.parse(text, seed: 1); return text })
-      faultsSeed = o.option("--faults-seed", valueName: "n", help: "Seed of the fault generator (default 1).", parse: { UInt64($0) }) ?? 1
-      pushWebhook = o.option("--push-webhook", valueName: "url", help: "Also POST each push notification (ids only) to this URL.") { text -> URL? in
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else { throw InvalidValue("expected an http:// URL") }
+        help:
+          "Inject faults: name=probability,… (drop-response, error-503, throttle-429, duplicate-event, close-socket) and delay-event=<n>ms.",
+        parse: { text in
+          _ = try Faults.parse(text, seed: 1)
+          return text
+        })
+      faultsSeed =
+        o.option(
+          "--faults-seed", valueName: "n", help: "Seed of the fault generator (default 1).", parse: { UInt64($0) }) ?? 1
+      pushWebhook = o.option(
+        "--push-webhook", valueName: "url", help: "Also POST each push notification (ids only) to this URL."
+      ) { text -> URL? in
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
+          throw InvalidValue("expected an http:// URL")
+        }
         return url
       }
       idempotencyDays =
         o.option(
-          "--idempotency-days", valueName: "n", help: "How long a request id keeps naming its message after delivery (default 7).",
+          "--idempotency-days", valueName: "n",
+          help: "How long a request id keeps naming its message after delivery (default 7).",
           parse: Parse.count(from: 1, to: 3650)) ?? 7
       pingSeconds =
         o.option(
@@ -52,10 +69,12 @@ enum ServeCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
     let relay = try Relay(
-      databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook, idempotencyDays: options.idempotencyDays)
+      databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
+      idempotencyDays: options.idempotencyDays)
     let log = context.stderr
     let server = try RelayServer(
-      host: options.host, port: options.port, pingSeconds: options.pingSeconds, handlers: relay.handlers(log: { log.writeLine($0) }))
+      host: options.host, port: options.port, pingSeconds: options.pingSeconds,
+      handlers: relay.handlers(log: { log.writeLine($0) }))
     relay.attach(server)
     // Signals end the service loop from a dispatch queue; the loop runs on this thread.
     var sources: [DispatchSourceSignal] = []

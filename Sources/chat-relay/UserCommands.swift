@@ -19,10 +19,11 @@ enum UserAddCommand: ParsableCommand {
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
       id = o.option("--id", valueName: "id", help: "The user's id.", required: true, parse: Parse.userID) ?? 0
-      name = o.option("--name", valueName: "name", help: "The user's display name.", required: true) { text -> String? in
-        guard !text.isEmpty, text.utf8.count <= 256 else { throw InvalidValue("a name is 1 to 256 bytes") }
-        return text
-      } ?? ""
+      name =
+        o.option("--name", valueName: "name", help: "The user's display name.", required: true) { text -> String? in
+          guard !text.isEmpty, text.utf8.count <= 256 else { throw InvalidValue("a name is 1 to 256 bytes") }
+          return text
+        } ?? ""
       avatarURL = o.option("--avatar-url", valueName: "url", help: "The user's avatar URL.", parse: Parse.path)
     }
   }
@@ -77,7 +78,8 @@ enum UserRemoveCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     try options.database.existing().removeUser(id: options.id)
-    options.database.report(context, json: .object(["userId": .int(options.id), "removed": true]), text: "Removed user \(options.id)")
+    options.database.report(
+      context, json: .object(["userId": .int(options.id), "removed": true]), text: "Removed user \(options.id)")
   }
 }
 
@@ -106,14 +108,20 @@ enum PushListCommand: ParsableCommand {
     var limit: Int
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
-      limit = o.option("--limit", valueName: "n", help: "The newest n records (default 100).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 100
+      limit =
+        o.option(
+          "--limit", valueName: "n", help: "The newest n records (default 100).",
+          parse: Parse.count(from: 1, to: 1_000_000)) ?? 100
     }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let pushes = try options.database.existing(readOnly: true).pushes(limit: options.limit)
     let table = Table(
-      columns: [.init("ID", alignment: .right), .init("TO", alignment: .right), .init("MESSAGE", alignment: .right), .init("AT")],
+      columns: [
+        .init("ID", alignment: .right), .init("TO", alignment: .right), .init("MESSAGE", alignment: .right),
+        .init("AT"),
+      ],
       rows: pushes.map { [String($0.id), String($0.toUserId), String($0.messageId), $0.createdAt] }
     ).render()
     options.database.report(

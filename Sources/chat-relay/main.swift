@@ -9,8 +9,13 @@ let root = Command.group(
     Command(ServeCommand.self),
     Command.group(
       name: "user", abstract: "Manage the relay's users and their tokens.",
-      subcommands: [Command(UserAddCommand.self), Command(UserListCommand.self), Command(UserRemoveCommand.self), Command(UserTokenCommand.self)]),
-    Command.group(name: "push", abstract: "Push notifications recorded for offline users.", subcommands: [Command(PushListCommand.self)]),
+      subcommands: [
+        Command(UserAddCommand.self), Command(UserListCommand.self), Command(UserRemoveCommand.self),
+        Command(UserTokenCommand.self),
+      ]),
+    Command.group(
+      name: "push", abstract: "Push notifications recorded for offline users.",
+      subcommands: [Command(PushListCommand.self)]),
   ]
 )
 

@@ -26,16 +26,25 @@ enum SendBench: ParsableCommand {
     var tag: String
     var out: String?
     init(_ o: inout OptionReader) {
-      path = o.option("--db", valueName: "path", help: "The sender's chats-<id>.db (its 'chat-sync run' is running).", required: true) ?? ""
+      path =
+        o.option(
+          "--db", valueName: "path", help: "The sender's chats-<id>.db (its 'chat-sync run' is running).",
+          required: true) ?? ""
       owner = o.option("--user", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
       to = o.option("--to", valueName: "id", help: "The recipient.", required: true, parse: Parse.userID) ?? 0
-      count = o.option("--count", valueName: "n", help: "Messages to queue (default 100).", parse: Parse.count(from: 1, to: 10_000_000)) ?? 100
-      rate = o.option(
-        "--rate", valueName: "per-second", help: "Messages per second; 0 queues them as fast as the file takes them (default 0).",
-        parse: Parse.count) ?? 0
-      burst = o.option(
-        "--burst", valueName: "n", help: "Messages queued together before each nudge (default 1).",
-        parse: Parse.count(from: 1, to: 1_000_000)) ?? 1
+      count =
+        o.option(
+          "--count", valueName: "n", help: "Messages to queue (default 100).",
+          parse: Parse.count(from: 1, to: 10_000_000)) ?? 100
+      rate =
+        o.option(
+          "--rate", valueName: "per-second",
+          help: "Messages per second; 0 queues them as fast as the file takes them (default 0).",
+          parse: Parse.count) ?? 0
+      burst =
+        o.option(
+          "--burst", valueName: "n", help: "Messages queued together before each nudge (default 1).",
+          parse: Parse.count(from: 1, to: 1_000_000)) ?? 1
       tag = o.option("--tag", valueName: "word", help: "The first word of every message (default bench).") ?? "bench"
       out = o.option("--out", valueName: "path", help: "Where to write the JSON (default: stdout).", parse: Parse.path)
     }
@@ -77,6 +86,10 @@ enum SendBench: ParsableCommand {
       "firstCreatedAt": first.map { .string($0) } ?? .null, "lastCreatedAt": last.map { .string($0) } ?? .null,
       "startedAt": .double(started), "seconds": .double(wallClock() - started), "maxLateSeconds": .double(late),
     ])
-    if let out = options.out { try writeJSON(result, to: out) } else { context.stdout.writeLine(result.render(pretty: false)) }
+    if let out = options.out {
+      try writeJSON(result, to: out)
+    } else {
+      context.stdout.writeLine(result.render(pretty: false))
+    }
   }
 }

@@ -37,18 +37,30 @@ enum StormBench: ParsableCommand {
       server = o.option(
         "--server", valueName: "url", help: "The relay, e.g. http://127.0.0.1:8080.", required: true,
         parse: { URL(string: $0) })
-      tokens = o.option("--tokens", valueName: "path", help: "Lines 'USER_ID TOKEN', one per client.", required: true) ?? ""
-      clients = o.option("--clients", valueName: "n", help: "Engines to run (default 500).", parse: Parse.count(from: 1, to: 100_000)) ?? 500
-      folder = o.option("--dir", valueName: "path", help: "A folder for the engines' files (chats-<id>.db).", required: true) ?? ""
-      noJitter = o.flag("--no-jitter", help: "Reconnect after exactly 1 s doubling to 30 s (default: the product's ±50%).")
-      readyFile = o.option("--ready-file", valueName: "path", help: "Written once every engine is connected and synced.", required: true) ?? ""
+      tokens =
+        o.option("--tokens", valueName: "path", help: "Lines 'USER_ID TOKEN', one per client.", required: true) ?? ""
+      clients =
+        o.option(
+          "--clients", valueName: "n", help: "Engines to run (default 500).", parse: Parse.count(from: 1, to: 100_000))
+        ?? 500
+      folder =
+        o.option("--dir", valueName: "path", help: "A folder for the engines' files (chats-<id>.db).", required: true)
+        ?? ""
+      noJitter = o.flag(
+        "--no-jitter", help: "Reconnect after exactly 1 s doubling to 30 s (default: the product's ±50%).")
+      readyFile =
+        o.option(
+          "--ready-file", valueName: "path", help: "Written once every engine is connected and synced.", required: true)
+        ?? ""
       out = o.option("--out", valueName: "path", help: "Where to write the JSON.", required: true) ?? ""
-      timeout = o.option(
-        "--timeout", valueName: "seconds", help: "How long to wait for the storm to end after ready (default 120).",
-        parse: Parse.count(from: 1, to: 3_600)) ?? 120
-      settle = o.option(
-        "--settle", valueName: "seconds", help: "Idle seconds watched after the storm (default 2).",
-        parse: Parse.count(from: 0, to: 600)) ?? 2
+      timeout =
+        o.option(
+          "--timeout", valueName: "seconds", help: "How long to wait for the storm to end after ready (default 120).",
+          parse: Parse.count(from: 1, to: 3_600)) ?? 120
+      settle =
+        o.option(
+          "--settle", valueName: "seconds", help: "Idle seconds watched after the storm (default 2).",
+          parse: Parse.count(from: 0, to: 600)) ?? 2
     }
   }
 
@@ -67,7 +79,8 @@ enum StormBench: ParsableCommand {
     socketURL.path = "/v1/socket/updates"
     let accounts = try readTokens(options.tokens)
     guard accounts.count >= options.clients else {
-      throw StoreError(.badInput, "\(options.tokens): \(accounts.count) tokens for \(options.clients) clients", path: options.tokens)
+      throw StoreError(
+        .badInput, "\(options.tokens): \(accounts.count) tokens for \(options.clients) clients", path: options.tokens)
     }
     if !FileSystem.exists(options.folder) { try FileSystem.createPrivateDirectory(atPath: options.folder) }
 
@@ -119,7 +132,8 @@ enum StormBench: ParsableCommand {
     let readyDeadline = wallClock() + 90
     while !recorder.allUp() {
       guard wallClock() < readyDeadline else {
-        throw StoreError(.io, "only \(recorder.upCount()) of \(options.clients) engines connected and synced within 90 s")
+        throw StoreError(
+          .io, "only \(recorder.upCount()) of \(options.clients) engines connected and synced within 90 s")
       }
       try await Task.sleep(for: .milliseconds(20))
     }
@@ -287,7 +301,9 @@ final class Recorder: Sendable {
         "events": .array(s.events.map { .array([.int(Int64($0.0)), .double($0.1), .string($0.2.rawValue)]) }),
         "back": .int(Int64(s.backCount)),
         "lost": .int(Int64(s.lost.filter { $0 }.count)),
-        "failures": counts(s.failures), "failureTimes": .object(s.failureTimes.mapValues { .array($0.map { .double($0) }) }), "syncFailures": counts(s.syncFailures), "otherLines": counts(s.otherLines),
+        "failures": counts(s.failures),
+        "failureTimes": .object(s.failureTimes.mapValues { .array($0.map { .double($0) }) }),
+        "syncFailures": counts(s.syncFailures), "otherLines": counts(s.otherLines),
         "delays": .array(s.delays.map { .double($0) }),
       ]
     }

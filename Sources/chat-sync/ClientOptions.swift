@@ -15,7 +15,9 @@ struct ClientFile: Sendable {
   /// The owner: `--user`, or the id in the file's name.
   func owner() throws -> Int64 {
     guard let id = target.userID else {
-      throw StoreError(.badInput, "\(target.path): cannot tell whose file this is; name it chats-<id>.db or use --user", path: target.path)
+      throw StoreError(
+        .badInput, "\(target.path): cannot tell whose file this is; name it chats-<id>.db or use --user",
+        path: target.path)
     }
     return id
   }
@@ -53,7 +55,9 @@ struct RequestOptions: ParsableOptions {
   var request: Int64 { Int64(requestText) ?? 0 }
   func validate() throws {
     try file.validate()
-    guard request > 0 else { throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)") }
+    guard request > 0 else {
+      throw ValidationError("<request-id>: '\(requestText)' is not a request id (a positive integer)")
+    }
   }
 }
 
@@ -65,11 +69,14 @@ struct RelayAccess: Sendable {
   var tokenFile: String?
 
   init(_ o: inout OptionReader) {
-    server = o.option(
-      "--server", valueName: "url", help: "The relay, e.g. http://127.0.0.1:8080 (default: $\(Self.serverVariable)).",
-      parse: Self.parseServer) ?? ProcessInfo.processInfo.environment[Self.serverVariable].flatMap { try? Self.parseServer($0) }
+    server =
+      o.option(
+        "--server", valueName: "url", help: "The relay, e.g. http://127.0.0.1:8080 (default: $\(Self.serverVariable)).",
+        parse: Self.parseServer)
+      ?? ProcessInfo.processInfo.environment[Self.serverVariable].flatMap { try? Self.parseServer($0) }
     tokenFile = o.option(
-      "--token-file", valueName: "path", help: "A file (mode 0600) holding the token (default: $\(Self.tokenVariable)).",
+      "--token-file", valueName: "path",
+      help: "A file (mode 0600) holding the token (default: $\(Self.tokenVariable)).",
       parse: Parse.path)
   }
 
@@ -96,13 +103,17 @@ struct RelayAccess: Sendable {
       let mode = info.st_mode & 0o777
       guard mode & 0o077 == 0 else {
         throw StoreError(
-          .permission, "\(tokenFile): mode \(String(mode, radix: 8)) lets others read the token; run chmod 600 \(tokenFile)", path: tokenFile)
+          .permission,
+          "\(tokenFile): mode \(String(mode, radix: 8)) lets others read the token; run chmod 600 \(tokenFile)",
+          path: tokenFile)
       }
       guard let data = FileManager.default.contents(atPath: tokenFile) else {
         throw StoreError(.permission, "\(tokenFile): cannot read the token file", path: tokenFile)
       }
       let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-      guard !token.isEmpty else { throw StoreError(.badInput, "\(tokenFile): the token file is empty", path: tokenFile) }
+      guard !token.isEmpty else {
+        throw StoreError(.badInput, "\(tokenFile): the token file is empty", path: tokenFile)
+      }
       return token
     }
     if let token = ProcessInfo.processInfo.environment[Self.tokenVariable], !token.isEmpty { return token }
@@ -125,7 +136,8 @@ extension RelayAccess {
   /// sends anything: another user's token, or a refused one, ends the command with 77.
   /// Returns false when the relay cannot be reached, or refuses the token while
   /// `refusedIsFatal` is false (`send` then queues offline; `run` reports the token).
-  func requireIdentity(_ owner: Int64, http: HTTPTransport, timeout: Double, refusedIsFatal: Bool = true) throws -> Bool {
+  func requireIdentity(_ owner: Int64, http: HTTPTransport, timeout: Double, refusedIsFatal: Bool = true) throws -> Bool
+  {
     let requests = RelayRequests(http: http)
     let failure: (any Error)? = blocking {
       do {

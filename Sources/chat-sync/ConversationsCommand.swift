@@ -11,7 +11,10 @@ enum ConversationsCommand: ParsableCommand {
     var limit: Int
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
-      limit = o.option("--limit", valueName: "n", help: "At most this many (default 50).", parse: Parse.count(from: 1, to: 10_000)) ?? 50
+      limit =
+        o.option(
+          "--limit", valueName: "n", help: "At most this many (default 50).", parse: Parse.count(from: 1, to: 10_000))
+        ?? 50
     }
     func validate() throws { try file.validate() }
   }
@@ -19,8 +22,13 @@ enum ConversationsCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let list = try options.file.open(create: false).conversations(limit: options.limit)
     let table = Table(
-      columns: [.init("WITH", alignment: .right), .init("NAME"), .init("UNREAD", alignment: .right), .init("LAST ACTIVITY"), .init("LAST")],
-      rows: list.map { [String($0.contact.id), $0.contact.name, String($0.unreadCount), $0.lastActivityAt, $0.summary] }
+      columns: [
+        .init("WITH", alignment: .right), .init("NAME"), .init("UNREAD", alignment: .right), .init("LAST ACTIVITY"),
+        .init("LAST"),
+      ],
+      rows: list.map {
+        [String($0.contact.id), $0.contact.name, String($0.unreadCount), $0.lastActivityAt, $0.summary]
+      }
     ).render()
     options.file.report(
       context,

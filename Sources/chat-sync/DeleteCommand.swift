@@ -12,8 +12,12 @@ enum DeleteCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)
     guard try repository.deleteFailedRequest(options.request) else {
-      throw StoreError(.notFound, "request \(options.request) is not a failed request in \(options.file.target.path)", path: options.file.target.path)
+      throw StoreError(
+        .notFound, "request \(options.request) is not a failed request in \(options.file.target.path)",
+        path: options.file.target.path)
     }
-    options.file.report(context, json: .object(["requestId": .int(options.request), "deleted": true]), text: "Deleted request \(options.request).")
+    options.file.report(
+      context, json: .object(["requestId": .int(options.request), "deleted": true]),
+      text: "Deleted request \(options.request).")
   }
 }

@@ -15,8 +15,12 @@ enum HistoryCommand: ParsableCommand {
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
       with = o.option("--with", valueName: "id", help: "The other user's id.", required: true, parse: Parse.userID) ?? 0
-      before = o.option("--before", valueName: "id", help: "Only messages older than this message id.", parse: Parse.userID)
-      limit = o.option("--limit", valueName: "n", help: "At most this many (default 50).", parse: Parse.count(from: 1, to: 10_000)) ?? 50
+      before = o.option(
+        "--before", valueName: "id", help: "Only messages older than this message id.", parse: Parse.userID)
+      limit =
+        o.option(
+          "--limit", valueName: "n", help: "At most this many (default 50).", parse: Parse.count(from: 1, to: 10_000))
+        ?? 50
     }
     func validate() throws { try file.validate() }
   }
@@ -35,7 +39,8 @@ enum HistoryCommand: ParsableCommand {
         lines.append("\(m.createdAt) \(arrow) \(m.content)  [\(m.status.rawValue) #\(m.id)]")
         items.append(
           .object([
-            "messageId": .int(m.id), "fromUserId": .int(m.fromUserID), "toUserId": .int(m.toUserID), "content": .string(m.content),
+            "messageId": .int(m.id), "fromUserId": .int(m.fromUserID), "toUserId": .int(m.toUserID),
+            "content": .string(m.content),
             "status": .string(m.status.rawValue), "createdAt": .string(m.createdAt),
           ]))
       case .request(let r):
@@ -44,7 +49,8 @@ enum HistoryCommand: ParsableCommand {
         items.append(
           .object([
             "requestId": .int(r.requestID), "toUserId": .int(r.toUserID), "content": .string(r.content),
-            "status": .string(r.status.rawValue), "createdAt": .string(r.createdAt), "failCount": .int(Int64(r.failCount)),
+            "status": .string(r.status.rawValue), "createdAt": .string(r.createdAt),
+            "failCount": .int(Int64(r.failCount)),
             "failReason": r.failReason.map { .string($0) } ?? .null,
           ]))
       }

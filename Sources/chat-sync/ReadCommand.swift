@@ -6,7 +6,8 @@ import ChatSync
 enum ReadCommand: ParsableCommand {
   static let name = "read"
   static let abstract = "Mark a conversation read; the sender sees it read."
-  static let discussion: String? = "The receipt (the highest id read) is kept in the file until a 'chat-sync run' sends it."
+  static let discussion: String? =
+    "The receipt (the highest id read) is kept in the file until a 'chat-sync run' sends it."
 
   struct Options: ParsableOptions {
     var file: ClientFile
@@ -24,7 +25,10 @@ enum ReadCommand: ParsableCommand {
     if let highest { try repository.queueReadReceipt(conversation: options.with, upTo: highest) }
     let nudged = highest != nil && Nudge.send("read", to: options.file.target.path)
     options.file.report(
-      context, json: .object(["conversation": .int(options.with), "readUpTo": highest.map { .int($0) } ?? .null, "runNudged": .bool(nudged)]),
+      context,
+      json: .object([
+        "conversation": .int(options.with), "readUpTo": highest.map { .int($0) } ?? .null, "runNudged": .bool(nudged),
+      ]),
       text: highest.map { "Read up to message \($0)." } ?? "Nothing unread from user \(options.with).")
   }
 }

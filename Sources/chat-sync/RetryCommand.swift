@@ -12,9 +12,13 @@ enum RetryCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)
     guard try repository.retry(options.request) else {
-      throw StoreError(.notFound, "request \(options.request) is not a failed request in \(options.file.target.path)", path: options.file.target.path)
+      throw StoreError(
+        .notFound, "request \(options.request) is not a failed request in \(options.file.target.path)",
+        path: options.file.target.path)
     }
     Nudge.send("outbox", to: options.file.target.path)
-    options.file.report(context, json: .object(["requestId": .int(options.request), "status": "PENDING"]), text: "Request \(options.request) is queued again.")
+    options.file.report(
+      context, json: .object(["requestId": .int(options.request), "status": "PENDING"]),
+      text: "Request \(options.request) is queued again.")
   }
 }

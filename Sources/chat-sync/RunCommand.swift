@@ -27,18 +27,22 @@ enum RunCommand: ParsableCommand {
       file = ClientFile(&o)
       relay = RelayAccess(&o)
       once = o.flag("--once", help: "Sync and send once, then exit with the outcome.")
-      deadline = o.option(
-        "--deadline", valueName: "seconds", help: "With --once: how long to keep retrying sends (default 30).",
-        parse: Parse.count(from: 1, to: 3_600)) ?? 30
+      deadline =
+        o.option(
+          "--deadline", valueName: "seconds", help: "With --once: how long to keep retrying sends (default 30).",
+          parse: Parse.count(from: 1, to: 3_600)) ?? 30
       let defaults = SyncEngine.Options()
-      maxAttempts = o.option(
-        "--max-attempts", valueName: "n",
-        help: "Failed sends that reached the relay (5xx, 429, no answer) before a message fails for good (default \(defaults.maxAttempts)).",
-        parse: Parse.count(from: 1, to: 1_000_000)) ?? defaults.maxAttempts
-      maxAgeHours = o.option(
-        "--max-age", valueName: "hours",
-        help: "A message older than this whose send fails fails for good (default \(Int(defaults.maxAge / 3_600))).",
-        parse: Parse.count(from: 1, to: 87_600)) ?? Int(defaults.maxAge / 3_600)
+      maxAttempts =
+        o.option(
+          "--max-attempts", valueName: "n",
+          help:
+            "Failed sends that reached the relay (5xx, 429, no answer) before a message fails for good (default \(defaults.maxAttempts)).",
+          parse: Parse.count(from: 1, to: 1_000_000)) ?? defaults.maxAttempts
+      maxAgeHours =
+        o.option(
+          "--max-age", valueName: "hours",
+          help: "A message older than this whose send fails fails for good (default \(Int(defaults.maxAge / 3_600))).",
+          parse: Parse.count(from: 1, to: 87_600)) ?? Int(defaults.maxAge / 3_600)
     }
     func validate() throws {
       try file.validate()
@@ -100,14 +104,17 @@ enum RunCommand: ParsableCommand {
         logLine("metrics: \(await engine.metrics.summary)")
       }
     }
-    logLine("chat-sync run: \(path) as user \(repository.ownerID)\(listener?.isListening == true ? "" : " (no nudge socket: sends from other processes wait for the next event)")")
+    logLine(
+      "chat-sync run: \(path) as user \(repository.ownerID)\(listener?.isListening == true ? "" : " (no nudge socket: sends from other processes wait for the next event)")"
+    )
     blocking { await engine.run() }
     reporter.cancel()
     let metrics = blocking { await engine.metrics }
     if let reason = blocking({ await engine.haltReason }) {
       throw OnceFailure(status: .permission, message: reason)
     }
-    options.file.report(context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
+    options.file.report(
+      context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
   }
 }
 

@@ -28,17 +28,23 @@ enum SendCommand: ParsableCommand {
     func validate() throws {
       try file.validate()
       let bytes = text.utf8.count
-      guard bytes >= 1, bytes <= 65_536 else { throw ValidationError("The message must be 1 to 65,536 bytes; it has \(bytes)") }
+      guard bytes >= 1, bytes <= 65_536 else {
+        throw ValidationError("The message must be 1 to 65,536 bytes; it has \(bytes)")
+      }
     }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
     // With a relay at hand, the token must be the file owner's before anything is queued.
     let http = try? options.relay.transports().0
-    let reachable = try http.map { try options.relay.requireIdentity(try options.file.owner(), http: $0, timeout: 3, refusedIsFatal: false) } ?? false
+    let reachable =
+      try http.map {
+        try options.relay.requireIdentity(try options.file.owner(), http: $0, timeout: 3, refusedIsFatal: false)
+      } ?? false
     let repository = try options.file.open(create: true)
     if try repository.user(options.to) == nil {
-      let fetched: User? = reachable ? http.flatMap { http in blocking { try? await RelayRequests(http: http).profile(options.to) } } : nil
+      let fetched: User? =
+        reachable ? http.flatMap { http in blocking { try? await RelayRequests(http: http).profile(options.to) } } : nil
       try repository.addPlaceholder(fetched ?? User(id: options.to, name: "user \(options.to)"))
     }
     let request = try repository.send(to: options.to, content: options.text)
@@ -46,7 +52,8 @@ enum SendCommand: ParsableCommand {
     options.file.report(
       context,
       json: .object([
-        "requestId": .int(request.requestID), "toUserId": .int(request.toUserID), "status": .string(request.status.rawValue),
+        "requestId": .int(request.requestID), "toUserId": .int(request.toUserID),
+        "status": .string(request.status.rawValue),
         "createdAt": .string(request.createdAt), "runNudged": .bool(nudged),
       ]),
       text: "Queued request \(request.requestID) to user \(options.to)"

@@ -22,7 +22,8 @@ enum StatusCommand: ParsableCommand {
     let cursor = try repository.syncCursor()
     let counts = try repository.outboxCounts()
     let failed = try repository.failedRequests()
-    let outbox = ["PENDING", "SENT", "FAILED", "permanent"].map { "\($0.lowercased()) \(counts[$0] ?? 0)" }.joined(separator: ", ")
+    let outbox = ["PENDING", "SENT", "FAILED", "permanent"].map { "\($0.lowercased()) \(counts[$0] ?? 0)" }.joined(
+      separator: ", ")
     var lines = [
       "run:       \(running ? "running" : "not running") (\(state))",
       "last sync: \(lastSync ?? "never")",
@@ -30,8 +31,12 @@ enum StatusCommand: ParsableCommand {
       "outbox:    \(outbox)",
     ]
     for request in failed {
-      let when = request.isPermanentlyFailed ? "failed for good, 'chat-sync retry \(request.requestID)' sends it again" : "retried at \(request.nextAttemptAt ?? "")"
-      lines.append("  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed") (\(when))")
+      let when =
+        request.isPermanentlyFailed
+        ? "failed for good, 'chat-sync retry \(request.requestID)' sends it again"
+        : "retried at \(request.nextAttemptAt ?? "")"
+      lines.append(
+        "  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed") (\(when))")
     }
     options.file.report(
       context,
@@ -41,11 +46,16 @@ enum StatusCommand: ParsableCommand {
         "failed": .array(
           failed.map {
             .object([
-              "requestId": .int($0.requestID), "toUserId": .int($0.toUserID), "reason": $0.failReason.map { .string($0) } ?? .null,
+              "requestId": .int($0.requestID), "toUserId": .int($0.toUserID),
+              "reason": $0.failReason.map { .string($0) } ?? .null,
               "permanent": .bool($0.isPermanentlyFailed), "failCount": .int(Int64($0.failCount)),
             ])
           }),
-        "outbox": .object(Dictionary(uniqueKeysWithValues: ["PENDING", "SENT", "FAILED", "permanent"].map { ($0, JSONValue.int(Int64(counts[$0] ?? 0))) })),
+        "outbox": .object(
+          Dictionary(
+            uniqueKeysWithValues: ["PENDING", "SENT", "FAILED", "permanent"].map {
+              ($0, JSONValue.int(Int64(counts[$0] ?? 0)))
+            })),
       ]),
       text: lines.joined(separator: "\n"))
   }

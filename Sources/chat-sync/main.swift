@@ -9,7 +9,8 @@ let root = Command.group(
     (mode 0600), never an argument. The protocol is docs/protocol.md.
     """,
   subcommands: [
-    Command(RunCommand.self), Command(SendCommand.self), Command(ConversationsCommand.self), Command(HistoryCommand.self),
+    Command(RunCommand.self), Command(SendCommand.self), Command(ConversationsCommand.self),
+    Command(HistoryCommand.self),
     Command(ReadCommand.self), Command(RetryCommand.self), Command(DeleteCommand.self), Command(TypingCommand.self),
     Command(StatusCommand.self), Command(SearchCommand.self),
   ]

@@ -8,9 +8,13 @@ struct BenchFile {
   var owner: Int64
   var repeats: Int
   init(_ o: inout OptionReader) {
-    path = o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
+    path =
+      o.option("--db", valueName: "path", help: "The database (at the latest schema) to read.", required: true) ?? ""
     owner = o.option("--owner", valueName: "id", help: "The file's owner.", required: true, parse: Parse.userID) ?? 0
-    repeats = o.option("--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
+    repeats =
+      o.option(
+        "--repeat", valueName: "n", help: "Runs per measurement; the median is reported (default 200).",
+        parse: Parse.count(from: 1, to: 1_000_000)) ?? 200
   }
 }
 
@@ -25,7 +29,10 @@ enum ReadPathBench: ParsableCommand {
     var depth: Int
     init(_ o: inout OptionReader) {
       file = BenchFile(&o)
-      depth = o.option("--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000).", parse: Parse.count) ?? 10_000
+      depth =
+        o.option(
+          "--depth", valueName: "n", help: "How many messages deep the deep page starts (default 10000).",
+          parse: Parse.count) ?? 10_000
     }
   }
 
@@ -35,7 +42,9 @@ enum ReadPathBench: ParsableCommand {
     let db = chats.database
 
     // The busiest conversation, and the cursor `depth` messages from its newest end.
-    guard let busiest = try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"),
+    guard
+      let busiest = try db.int64(
+        "SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"),
       let deepID = try db.int64(
         "SELECT id FROM Messages WHERE conversation_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?", [busiest, depth])
     else { throw StoreError(.badInput, "\(path): no conversation holds \(depth) messages") }
@@ -58,7 +67,8 @@ enum ReadPathBench: ParsableCommand {
       try median(repeats) { _ = try chats.timeline(conversation: busiest, before: .message(id: deepID), limit: 50) })
     results["contacts"] = .int(try db.int64("SELECT count(*) FROM ConversationSummaries") ?? 0)
     results["conversationList100Micros"] = .double(try median(repeats) { _ = try chats.conversations(limit: 100) })
-    results["conversationListAllMicros"] = .double(try median(max(5, repeats / 20)) { _ = try chats.conversations(limit: 1_000_000) })
+    results["conversationListAllMicros"] = .double(
+      try median(max(5, repeats / 20)) { _ = try chats.conversations(limit: 1_000_000) })
     // The same first page computed from the tables, as before the summaries (migration
     // 0004): every contact's newest message, request and unread count, then a sort.
     let fromTables = try db.prepare(HotQuery.conversationListFromTables.sql)
@@ -74,11 +84,15 @@ enum ReadPathBench: ParsableCommand {
       WHERE (to_user_id = ?1 AND from_user_id = ?2) OR (to_user_id = ?2 AND from_user_id = ?1)
       ORDER BY id DESC LIMIT 50
       """)
-    results["naiveOrPageMicros"] = .double(try median(max(3, repeats / 50)) { try naive.forEachRow([busiest, owner]) { _ in } })
+    results["naiveOrPageMicros"] = .double(
+      try median(max(3, repeats / 50)) { try naive.forEachRow([busiest, owner]) { _ in } })
     // The quietest conversation: the OR query walks most of the table to fill a page.
-    let quietest = try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) LIMIT 1") ?? busiest
-    results["quietMessages"] = .int(try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ?", [quietest]) ?? 0)
-    results["timelineQuietMicros"] = .double(try median(repeats) { _ = try chats.timeline(conversation: quietest, limit: 50) })
+    let quietest =
+      try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) LIMIT 1") ?? busiest
+    results["quietMessages"] = .int(
+      try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ?", [quietest]) ?? 0)
+    results["timelineQuietMicros"] = .double(
+      try median(repeats) { _ = try chats.timeline(conversation: quietest, limit: 50) })
     results["naiveOrQuietMicros"] = .double(try median(3) { try naive.forEachRow([quietest, owner]) { _ in } })
     let offset = try db.prepare(
       "SELECT id, content FROM Messages WHERE conversation_id = ? ORDER BY id DESC LIMIT 50 OFFSET ?")

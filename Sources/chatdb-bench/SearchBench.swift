@@ -20,7 +20,8 @@ enum SearchBench: ParsableCommand {
     // Words from the generator's vocabulary: one in few messages, one in many.
     let vocabulary = try db.query(
       "SELECT term, doc FROM MessageSearchVocabulary WHERE NOT term GLOB '*[^a-z]*' AND length(term) >= 3 ORDER BY doc, term",
-      setup: "CREATE VIRTUAL TABLE IF NOT EXISTS temp.MessageSearchVocabulary USING fts5vocab(main, MessageSearch, 'row')")
+      setup:
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.MessageSearchVocabulary USING fts5vocab(main, MessageSearch, 'row')")
     guard let rare = vocabulary.first(where: { $0.1 >= 20 }), let common = vocabulary.last else {
       throw StoreError(.badInput, "\(options.path): the search index is empty")
     }
@@ -28,10 +29,12 @@ enum SearchBench: ParsableCommand {
       "SELECT id, content FROM Messages WHERE content LIKE '%' || ?1 || '%' ORDER BY id DESC LIMIT 50")
     var results: [String: JSONValue] = [
       "messages": .int(try db.int64("SELECT count(*) FROM Messages") ?? 0), "repeat": .int(Int64(options.repeats)),
-      "rareWord": .string(rare.0), "rareMatches": .int(rare.1), "commonWord": .string(common.0), "commonMatches": .int(common.1),
+      "rareWord": .string(rare.0), "rareMatches": .int(rare.1), "commonWord": .string(common.0),
+      "commonMatches": .int(common.1),
     ]
     for (key, word) in [("rare", rare.0), ("common", common.0), ("cjk", "你好")] {
-      results[key + "Micros"] = .double(try ReadPathBench.median(options.repeats) { _ = try chats.search(word, limit: 50) })
+      results[key + "Micros"] = .double(
+        try ReadPathBench.median(options.repeats) { _ = try chats.search(word, limit: 50) })
       results[key + "Hits"] = .int(Int64(try chats.search(word, limit: 50).hits.count))
       let scans = max(3, options.repeats / 50)
       results[key + "LikeMicros"] = .double(try ReadPathBench.median(scans) { try like.forEachRow([word]) { _ in } })

@@ -28,14 +28,17 @@ enum CheckCommand: ParsableCommand {
       store = StoreSelection(&o, all: true)
       full = o.flag(
         "--full",
-        help: "Use PRAGMA integrity_check (slower, also checks index contents) instead of quick_check, and compare the search index with the text of the rows (about a minute for 1,000,000 messages).")
+        help:
+          "Use PRAGMA integrity_check (slower, also checks index contents) instead of quick_check, and compare the search index with the text of the rows (about a minute for 1,000,000 messages)."
+      )
     }
     func validate() throws { try store.validate() }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let checker = HealthCheck(full: options.full)
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Checking") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Checking") {
+      target, _ in
       let report = checker.check(path: target.path)
       switch report.outcome {
       case .checked: break
@@ -44,12 +47,17 @@ enum CheckCommand: ParsableCommand {
       }
       return FileResult(
         json: reportJSON(report), text: text(report),
-        row: [report.version.map(String.init) ?? "-", state(report), report.findings.map { "\($0.check) ×\($0.count)" }.joined(separator: ", ")],
+        row: [
+          report.version.map(String.init) ?? "-", state(report),
+          report.findings.map { "\($0.check) ×\($0.count)" }.joined(separator: ", "),
+        ],
         status: report.findings.isEmpty ? .success : .findings,
         totals: ["clean": report.isClean ? 1 : 0, "withFindings": report.isClean ? 0 : 1])
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("VERSION", alignment: .right), .init("STATE"), .init("FINDINGS", maxWidth: 60)] : nil,
+      reports,
+      fleet: options.store.all
+        ? [.init("VERSION", alignment: .right), .init("STATE"), .init("FINDINGS", maxWidth: 60)] : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s) in \(options.store.dataDirectory): \(reports.total("clean")) clean, "
           + "\(reports.total("withFindings")) with findings, \(reports.failedCount) not checked" : nil)
@@ -74,7 +82,9 @@ enum CheckCommand: ParsableCommand {
       guard !report.findings.isEmpty else { return "\(report.path)\(version): clean\n" }
       return "\(report.path)\(version): \(report.findings.count) finding(s)\n"
         + Table(
-          columns: [.init("CHECK"), .init("SEVERITY"), .init("COUNT", alignment: .right), .init("DETAIL", maxWidth: 60)],
+          columns: [
+            .init("CHECK"), .init("SEVERITY"), .init("COUNT", alignment: .right), .init("DETAIL", maxWidth: 60),
+          ],
           rows: report.findings.map { [$0.check, $0.severity.rawValue, String($0.count), $0.detail] }
         ).render()
     }
@@ -87,7 +97,10 @@ enum CheckCommand: ParsableCommand {
       "version": report.version.map { .int(Int64($0)) } ?? .null, "clean": .bool(report.isClean),
       "findings": .array(
         report.findings.map {
-          .object(["check": .string($0.check), "severity": .string($0.severity.rawValue), "count": .int($0.count), "detail": .string($0.detail)])
+          .object([
+            "check": .string($0.check), "severity": .string($0.severity.rawValue), "count": .int($0.count),
+            "detail": .string($0.detail),
+          ])
         }),
     ])
   }

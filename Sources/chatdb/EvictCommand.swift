@@ -34,21 +34,35 @@ enum EvictCommand: ParsableCommand {
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
       policy = EvictionPolicy()
-      policy.olderThan = o.option("--older-than", valueName: "age", help: "Delete messages older than this (12h, 90d, 6w, 1y).") { text -> Int64? in
+      policy.olderThan = o.option(
+        "--older-than", valueName: "age", help: "Delete messages older than this (12h, 90d, 6w, 1y)."
+      ) { text -> Int64? in
         guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
         return age
       }
       policy.maxSize = o.option(
-        "--max-size", valueName: "size", help: "Delete the oldest messages until the database file fits (e.g. 500MiB).", parse: Parse.size)
+        "--max-size", valueName: "size", help: "Delete the oldest messages until the database file fits (e.g. 500MiB).",
+        parse: Parse.size)
       policy.conversations = o.repeated(
-        "--conversation", valueName: "id", help: "Only this conversation (the other user's id); alone: all of it.") { text -> Int64? in
-        guard let id = StoreLocation.parseUserID(text) else { throw InvalidValue("a conversation is the other user's id") }
+        "--conversation", valueName: "id", help: "Only this conversation (the other user's id); alone: all of it."
+      ) { text -> Int64? in
+        guard let id = StoreLocation.parseUserID(text) else {
+          throw InvalidValue("a conversation is the other user's id")
+        }
         return id
       }
-      policy.keepLast = o.option("--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages.", parse: Parse.count) ?? 0
-      policy.leastRecent = o.flag("--least-recent", help: "With --max-size: delete whole conversations, least recently active first.")
-      dryRun = o.flag("--dry-run", help: "Show the plan (per conversation, and the size after) without changing anything.")
-      if let now = o.option("--now", valueName: "date", help: "Measure ages from this time instead of now (repeatable runs, tests).", parse: Parse.date) {
+      policy.keepLast =
+        o.option(
+          "--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages.",
+          parse: Parse.count) ?? 0
+      policy.leastRecent = o.flag(
+        "--least-recent", help: "With --max-size: delete whole conversations, least recently active first.")
+      dryRun = o.flag(
+        "--dry-run", help: "Show the plan (per conversation, and the size after) without changing anything.")
+      if let now = o.option(
+        "--now", valueName: "date", help: "Measure ages from this time instead of now (repeatable runs, tests).",
+        parse: Parse.date)
+      {
         policy.now = now
       }
       chunkRows = o.option(
@@ -57,42 +71,57 @@ enum EvictCommand: ParsableCommand {
     }
     func validate() throws {
       try store.validate()
-      if policy.isEmpty { throw ValidationError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'") }
-      if policy.leastRecent && policy.maxSize == nil { throw ValidationError("'--least-recent' needs '--max-size <size>'") }
+      if policy.isEmpty {
+        throw ValidationError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'")
+      }
+      if policy.leastRecent && policy.maxSize == nil {
+        throw ValidationError("'--least-recent' needs '--max-size <size>'")
+      }
     }
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let targets = try options.store.targets()
-    let reports = context.runEach(targets, jobs: options.store.jobs, label: options.dryRun ? "Planning" : "Evicting", unit: "messages") {
+    let reports = context.runEach(
+      targets, jobs: options.store.jobs, label: options.dryRun ? "Planning" : "Evicting", unit: "messages"
+    ) {
       target, progress in
       let names = (try? userNames(target.path)) ?? [:]
       if options.dryRun {
         let plan = try dryRun(path: target.path, policy: options.policy)
         return FileResult(
           json: planJSON(plan), text: planText(plan, path: target.path, names: names),
-          row: [String(plan.messages), ByteCount.format(plan.fileBytes), plan.expectedSize.map(ByteCount.format) ?? "-"],
+          row: [
+            String(plan.messages), ByteCount.format(plan.fileBytes), plan.expectedSize.map(ByteCount.format) ?? "-",
+          ],
           totals: ["messages": plan.messages])
       }
       let started = DispatchTime.now()
       let db = try openLatest(target.path, mode: .readWrite, for: "evict")
       var evictorOptions = Evictor.Options()
       evictorOptions.fixedChunkRows = options.chunkRows
-      let result = try Evictor(database: db, options: evictorOptions).run(options.policy) { done, _ in progress.update(completed: done) }
+      let result = try Evictor(database: db, options: evictorOptions).run(options.policy) { done, _ in
+        progress.update(completed: done)
+      }
       let elapsed = seconds(since: started)
       return FileResult(
-        json: resultJSON(result, seconds: elapsed), text: resultText(result, path: target.path, names: names, seconds: elapsed),
+        json: resultJSON(result, seconds: elapsed),
+        text: resultText(result, path: target.path, names: names, seconds: elapsed),
         row: [String(result.deletedMessages), ByteCount.format(result.sizeBefore), ByteCount.format(result.sizeAfter)],
         totals: ["messages": result.deletedMessages, "bytesFreed": result.freedBytes])
     }
     context.report(
       reports,
       fleet: options.store.all
-        ? [.init(options.dryRun ? "WOULD DELETE" : "DELETED", alignment: .right), .init(options.dryRun ? "SIZE" : "BEFORE", alignment: .right),
-          .init(options.dryRun ? "EXPECTED" : "AFTER", alignment: .right)] : nil,
+        ? [
+          .init(options.dryRun ? "WOULD DELETE" : "DELETED", alignment: .right),
+          .init(options.dryRun ? "SIZE" : "BEFORE", alignment: .right),
+          .init(options.dryRun ? "EXPECTED" : "AFTER", alignment: .right),
+        ] : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s): \(options.dryRun ? "would delete" : "deleted") \(reports.total("messages")) messages"
-          + (options.dryRun ? "" : ", freed \(ByteCount.format(reports.total("bytesFreed")))") + "; \(reports.failedCount) failed" : nil)
+          + (options.dryRun ? "" : ", freed \(ByteCount.format(reports.total("bytesFreed")))")
+          + "; \(reports.failedCount) failed" : nil)
   }
 
   // MARK: - Planning
@@ -108,7 +137,8 @@ enum EvictCommand: ParsableCommand {
 
   static func userNames(_ path: String) throws -> [Int64: String] {
     let db = try Database(path: path, mode: .readOnly)
-    return Dictionary(try db.query("SELECT id, name FROM Users") { ($0.int64(0), $0.string(1)) }, uniquingKeysWith: { a, _ in a })
+    return Dictionary(
+      try db.query("SELECT id, name FROM Users") { ($0.int64(0), $0.string(1)) }, uniquingKeysWith: { a, _ in a })
   }
 
   // MARK: - Output
@@ -120,7 +150,10 @@ enum EvictCommand: ParsableCommand {
         [String($0.id), names[$0.id] ?? "", String($0.messages), $0.bytes.map(ByteCount.format) ?? "-"]
       }
       text += Table(
-        columns: [.init("CONVERSATION", alignment: .right), .init("CONTACT"), .init("MESSAGES", alignment: .right), .init("BYTES", alignment: .right)],
+        columns: [
+          .init("CONVERSATION", alignment: .right), .init("CONTACT"), .init("MESSAGES", alignment: .right),
+          .init("BYTES", alignment: .right),
+        ],
         rows: rows
       ).render()
     }
@@ -146,7 +179,10 @@ enum EvictCommand: ParsableCommand {
       "unknownConversations": .array(plan.unknownConversations.map { .int($0) }),
       "conversations": .array(
         plan.conversations.map {
-          .object(["id": .int($0.id), "messages": .int($0.messages), "bytes": $0.bytes.map { .int($0) } ?? .null, "lastId": .int($0.lastID)])
+          .object([
+            "id": .int($0.id), "messages": .int($0.messages), "bytes": $0.bytes.map { .int($0) } ?? .null,
+            "lastId": .int($0.lastID),
+          ])
         }),
     ])
   }
@@ -156,10 +192,13 @@ enum EvictCommand: ParsableCommand {
       "\(path): deleted \(r.deletedMessages) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
       + "in \(r.chunks) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms, "
       + "99% under \(String(format: "%.1f", r.p99ChunkMillis)) ms, \(r.slowChunks) over 50 ms)"
-    text += "\nfreed \(ByteCount.format(r.freedBytes)): \(ByteCount.format(r.sizeBefore)) → \(ByteCount.format(r.sizeAfter))"
-    text += " (reclaim: \(r.reclaim.rawValue)\(r.vacuumMillis.map { String(format: ", VACUUM held the lock %.0f ms", $0) } ?? "")) in \(String(format: "%.2f", seconds)) s"
+    text +=
+      "\nfreed \(ByteCount.format(r.freedBytes)): \(ByteCount.format(r.sizeBefore)) → \(ByteCount.format(r.sizeAfter))"
+    text +=
+      " (reclaim: \(r.reclaim.rawValue)\(r.vacuumMillis.map { String(format: ", VACUUM held the lock %.0f ms", $0) } ?? "")) in \(String(format: "%.2f", seconds)) s"
     if let target = r.plan.policy.maxSize, let reached = r.targetReached {
-      text += "\ntarget \(ByteCount.format(target)): \(reached ? "reached" : "NOT reached"), database file \(ByteCount.format(r.fileSizeAfter))"
+      text +=
+        "\ntarget \(ByteCount.format(target)): \(reached ? "reached" : "NOT reached"), database file \(ByteCount.format(r.fileSizeAfter))"
     }
     if let note = r.note { text += "\nNote: \(note)" }
     if let unknown = unknownText(r.plan) { text += "\nNote: \(unknown)" }

@@ -27,14 +27,21 @@ enum ExportCommand: ParsableCommand {
       output =
         o.option(
           "-o", "--output", valueName: "file",
-          help: "Where to write: a .zst file (zstd), a .ndjson/.jsonl file (plain), '-' (zstd to standard output), or with --all a folder.",
+          help:
+            "Where to write: a .zst file (zstd), a .ndjson/.jsonl file (plain), '-' (zstd to standard output), or with --all a folder.",
           required: true, parse: Parse.path) ?? ""
       filter = ExportFilter(
-        conversation: o.option("--conversation", valueName: "id", help: "Only the conversation with this contact.", parse: Parse.userID),
-        since: o.option("--since", valueName: "date", help: "Only messages and requests created at or after this date or time.", parse: Parse.time),
-        until: o.option("--until", valueName: "date", help: "Only messages and requests created before this date or time.", parse: Parse.time))
+        conversation: o.option(
+          "--conversation", valueName: "id", help: "Only the conversation with this contact.", parse: Parse.userID),
+        since: o.option(
+          "--since", valueName: "date", help: "Only messages and requests created at or after this date or time.",
+          parse: Parse.time),
+        until: o.option(
+          "--until", valueName: "date", help: "Only messages and requests created before this date or time.",
+          parse: Parse.time))
       level =
-        o.option("--level", valueName: "n", help: "zstd level, 1 (fastest) to 19 (smallest) (default 3).") { text -> Int32? in
+        o.option("--level", valueName: "n", help: "zstd level, 1 (fastest) to 19 (smallest) (default 3).") {
+          text -> Int32? in
           guard let n = Int32(text), (1...19).contains(n) else { throw InvalidValue("a level is 1 to 19") }
           return n
         } ?? 3
@@ -42,9 +49,12 @@ enum ExportCommand: ParsableCommand {
     func validate() throws {
       try store.validate()
       if store.all {
-        if output == "-" { throw ValidationError("With '--all', '--output <file>' names a folder, not standard output") }
+        if output == "-" {
+          throw ValidationError("With '--all', '--output <file>' names a folder, not standard output")
+        }
       } else if output != "-" && ExportCommand.compression(of: output) == nil {
-        throw ValidationError("The value '\(output)' is invalid for '--output <file>': name it .ndjson or .jsonl (plain) or .zst (zstd)")
+        throw ValidationError(
+          "The value '\(output)' is invalid for '--output <file>': name it .ndjson or .jsonl (plain) or .zst (zstd)")
       }
     }
   }
@@ -69,27 +79,37 @@ enum ExportCommand: ParsableCommand {
     }
     context.reportToStandardError = options.output == "-"
     let reports = context.runEach(targets, jobs: options.store.jobs, label: "Exporting") { [folder] target, progress in
-      let output = folder.map { $0 + "chats-\(target.userID.map(String.init) ?? "unknown").ndjson.zst" } ?? options.output
+      let output =
+        folder.map { $0 + "chats-\(target.userID.map(String.init) ?? "unknown").ndjson.zst" } ?? options.output
       return try export(target, to: output, options, progress: progress)
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("MESSAGES", alignment: .right), .init("SIZE", alignment: .right), .init("OUTPUT")] : nil,
+      reports,
+      fleet: options.store.all
+        ? [.init("MESSAGES", alignment: .right), .init("SIZE", alignment: .right), .init("OUTPUT")] : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s) exported to \(options.output): \(reports.total("messages")) messages, "
           + "\(ByteCount.format(reports.total("bytesOut"))); \(reports.failedCount) failed" : nil)
   }
 
-  static func export(_ target: FileTarget, to output: String, _ options: Options, progress: FileProgress) throws -> FileResult {
+  static func export(_ target: FileTarget, to output: String, _ options: Options, progress: FileProgress) throws
+    -> FileResult
+  {
     let started = DispatchTime.now()
     let db = try openLatest(target.path, mode: .readOnly, for: "export")
     guard let owner = try target.userID ?? recordedOwner(db) else {
-      throw StoreError(.badInput, "\(target.path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: target.path)
+      throw StoreError(
+        .badInput, "\(target.path): cannot tell whose file this is; name it chats-<userId>.db or use --user",
+        path: target.path)
     }
     let toStdout = output == "-"
-    let file: OutputFile? = toStdout ? nil : try {
-      try requireSpace(FileSystem.databaseSize(atPath: target.path) / 3, toWrite: output)
-      return try OutputFile(path: output)
-    }()
+    let file: OutputFile? =
+      toStdout
+      ? nil
+      : try {
+        try requireSpace(FileSystem.databaseSize(atPath: target.path) / 3, toWrite: output)
+        return try OutputFile(path: output)
+      }()
     let fd = file?.fileDescriptor ?? 1
     let name = toStdout ? "<stdout>" : output
     let zstd = toStdout || compression(of: output) != false
@@ -108,7 +128,8 @@ enum ExportCommand: ParsableCommand {
         "messages": .int(counts.messages), "requests": .int(counts.requests), "bytesIn": .int(sink.bytesWritten),
         "bytesOut": .int(bytesOut), "seconds": .double(elapsed),
       ]),
-      text: "\(target.path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
+      text:
+        "\(target.path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
         + "\(ByteCount.format(sink.bytesWritten)) of NDJSON"
         + (zstd ? " in \(ByteCount.format(bytesOut)) of zstd" : "") + " (\(String(format: "%.2f", elapsed)) s)",
       row: [String(counts.messages), ByteCount.format(bytesOut), output],

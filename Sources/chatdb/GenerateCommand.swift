@@ -26,49 +26,75 @@ enum GenerateCommand: ParsableCommand {
     var batchSize: Int
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: false)
-      fleet = o.option("--users", valueName: "n", help: "Make files for users 1 to n instead of one user.", parse: Parse.count(from: 1, to: 100_000))
+      fleet = o.option(
+        "--users", valueName: "n", help: "Make files for users 1 to n instead of one user.",
+        parse: Parse.count(from: 1, to: 100_000))
       jobs = StoreSelection.jobs(&o)
       generator = HistoryGenerator.Options(owner: 1, contacts: 200, messages: 10_000, seed: 42)
-      if let n = o.option("--contacts", valueName: "n", help: "Contacts per user (default 200).", parse: Parse.count(from: 1, to: 1_000_000)) {
+      if let n = o.option(
+        "--contacts", valueName: "n", help: "Contacts per user (default 200).",
+        parse: Parse.count(from: 1, to: 1_000_000))
+      {
         generator.contacts = n
       }
-      if let n = o.option("--messages", valueName: "n", help: "Acknowledged messages per user (default 10000).", parse: Parse.count(from: 0, to: 1_000_000_000)) {
+      if let n = o.option(
+        "--messages", valueName: "n", help: "Acknowledged messages per user (default 10000).",
+        parse: Parse.count(from: 0, to: 1_000_000_000))
+      {
         generator.messages = n
       }
-      if let n = o.option("--seed", valueName: "n", help: "The random seed (default 42).", parse: { UInt64($0) }) { generator.seed = n }
-      if let n = o.option("--days", valueName: "n", help: "Days of history, ending at --end (default 365).", parse: Parse.count(from: 1, to: 36_500)) {
+      if let n = o.option("--seed", valueName: "n", help: "The random seed (default 42).", parse: { UInt64($0) }) {
+        generator.seed = n
+      }
+      if let n = o.option(
+        "--days", valueName: "n", help: "Days of history, ending at --end (default 365).",
+        parse: Parse.count(from: 1, to: 36_500))
+      {
         generator.days = n
       }
       if let end = o.option(
-        "--end", valueName: "date", help: "When the history ends (default 2026-01-01; fixed so runs repeat; at most \(GenerateCommand.latestEnd.prefix(10))).",
+        "--end", valueName: "date",
+        help:
+          "When the history ends (default 2026-01-01; fixed so runs repeat; at most \(GenerateCommand.latestEnd.prefix(10))).",
         parse: GenerateCommand.end)
       {
         generator.end = end
       }
-      if let n = o.option("--pending", valueName: "n", help: "PENDING outbox requests per user (default 20).", parse: Parse.count(from: 0, to: 1_000_000)) {
+      if let n = o.option(
+        "--pending", valueName: "n", help: "PENDING outbox requests per user (default 20).",
+        parse: Parse.count(from: 0, to: 1_000_000))
+      {
         generator.pending = n
       }
-      if let n = o.option("--failed", valueName: "n", help: "FAILED outbox requests per user (default 5).", parse: Parse.count(from: 0, to: 1_000_000)) {
+      if let n = o.option(
+        "--failed", valueName: "n", help: "FAILED outbox requests per user (default 5).",
+        parse: Parse.count(from: 0, to: 1_000_000))
+      {
         generator.failed = n
       }
       ndjson =
-        o.option("--format", valueName: "format", help: "'ndjson' to write NDJSON instead of a database.") { text -> Bool? in
+        o.option("--format", valueName: "format", help: "'ndjson' to write NDJSON instead of a database.") {
+          text -> Bool? in
           guard text == "ndjson" else { throw InvalidValue("the only format is 'ndjson'") }
           return true
         } ?? false
       output = o.option(
-        "-o", "--output", valueName: "file", help: "With --format ndjson: the file to write (.zst: zstd; default: standard output).",
+        "-o", "--output", valueName: "file",
+        help: "With --format ndjson: the file to write (.zst: zstd; default: standard output).",
         parse: Parse.path)
       batchSize =
         o.option(
-          "--batch-size", valueName: "n", help: "Records per transaction (default \(HistoryImporter.defaultBatchSize)).",
+          "--batch-size", valueName: "n",
+          help: "Records per transaction (default \(HistoryImporter.defaultBatchSize)).",
           parse: Parse.count(from: 1, to: 10_000_000)) ?? HistoryImporter.defaultBatchSize
     }
 
     func validate() throws {
       if output != nil && !ndjson { throw ValidationError("'--output <file>' needs '--format ndjson'") }
       if fleet != nil {
-        if store.user != nil || store.db != nil { throw ValidationError("Use '--users <n>' or one of '--user <id>' and '--db <path>'") }
+        if store.user != nil || store.db != nil {
+          throw ValidationError("Use '--users <n>' or one of '--user <id>' and '--db <path>'")
+        }
         if ndjson { throw ValidationError("'--users <n>' writes databases, not NDJSON") }
       } else if ndjson && store.db == nil {
         if store.user == nil { throw ValidationError("Missing '--user <id>'") }
@@ -85,7 +111,8 @@ enum GenerateCommand: ParsableCommand {
     guard let ms = Timestamp.milliseconds(from: text) else { throw InvalidValue("expected a date like 2026-01-31") }
     guard ms <= HistoryGenerator.maximumEnd, ms >= HistoryGenerator.minimumEnd else {
       throw InvalidValue(
-        "a history ends between \(Timestamp.string(milliseconds: HistoryGenerator.minimumEnd).prefix(10)) and \(latestEnd.prefix(10)) (message ids hold no later time)")
+        "a history ends between \(Timestamp.string(milliseconds: HistoryGenerator.minimumEnd).prefix(10)) and \(latestEnd.prefix(10)) (message ids hold no later time)"
+      )
     }
     return ms
   }
@@ -100,10 +127,14 @@ enum GenerateCommand: ParsableCommand {
       let toStdout = (options.output ?? "-") == "-"
       context.reportToStandardError = toStdout
       let progress = context.progress("Generating", total: perUser, unit: "records")
-      let result = try writeNDJSON(HistoryGenerator(generatorOptions), to: toStdout ? nil : options.output, progress: progress)
+      let result = try writeNDJSON(
+        HistoryGenerator(generatorOptions), to: toStdout ? nil : options.output, progress: progress)
       progress.finish()
       context.report(
-        [FileReport(target: FileTarget(path: options.output ?? "-", userID: generatorOptions.owner), outcome: .success(result))],
+        [
+          FileReport(
+            target: FileTarget(path: options.output ?? "-", userID: generatorOptions.owner), outcome: .success(result))
+        ],
         summary: ["seed": .int(Int64(bitPattern: base.seed)), "seconds": .double(seconds(since: started))])
       return
     }
@@ -146,19 +177,28 @@ enum GenerateCommand: ParsableCommand {
     }
     let elapsed = seconds(since: started)
     context.report(
-      reports, fleet: options.fleet != nil ? [.init("RECORDS", alignment: .right), .init("MESSAGES", alignment: .right), .init("UNCHANGED", alignment: .right)] : nil,
+      reports,
+      fleet: options.fleet != nil
+        ? [
+          .init("RECORDS", alignment: .right), .init("MESSAGES", alignment: .right),
+          .init("UNCHANGED", alignment: .right),
+        ] : nil,
       summary: ["seed": .int(Int64(bitPattern: base.seed)), "seconds": .double(elapsed)],
       summaryLine: "Generated \(reports.total("records")) records for \(reports.count - reports.failedCount) user(s) "
-        + "in \(String(format: "%.2f", elapsed)) s (seed \(base.seed))" + (reports.failedCount > 0 ? "; \(reports.failedCount) failed" : ""))
+        + "in \(String(format: "%.2f", elapsed)) s (seed \(base.seed))"
+        + (reports.failedCount > 0 ? "; \(reports.failedCount) failed" : ""))
   }
 
   /// Writes the generator's records as NDJSON to `path` (zstd when it ends in .zst) or stdout.
-  static func writeNDJSON(_ generator: HistoryGenerator, to path: String?, progress: ChatCLI.Progress) throws -> FileResult {
+  static func writeNDJSON(_ generator: HistoryGenerator, to path: String?, progress: ChatCLI.Progress) throws
+    -> FileResult
+  {
     let file = try path.map { try OutputFile(path: $0) }
     let fd = file?.fileDescriptor ?? 1
     let name = path ?? "<stdout>"
     let sink: any ByteSink =
-      (path?.hasSuffix(".zst") ?? false) ? try ZstdSink(fileDescriptor: fd, name: name) : PlainSink(fileDescriptor: fd, name: name)
+      (path?.hasSuffix(".zst") ?? false)
+      ? try ZstdSink(fileDescriptor: fd, name: name) : PlainSink(fileDescriptor: fd, name: name)
     var writer = JSONLineWriter()
     var count: Int64 = 0
     try generator.generate { record in
@@ -172,7 +212,8 @@ enum GenerateCommand: ParsableCommand {
     try file?.commit()
     return FileResult(
       json: .object(["output": .string(path ?? "-"), "records": .int(count)]),
-      text: "Generated \(count) records for user \(generator.options.owner) into \(path ?? "standard output") (seed \(generator.options.seed))",
+      text:
+        "Generated \(count) records for user \(generator.options.owner) into \(path ?? "standard output") (seed \(generator.options.seed))",
       totals: ["records": count])
   }
 }

@@ -32,11 +32,14 @@ enum ImportCommand: ParsableCommand {
       store = StoreSelection(&o, all: false)
       batchSize =
         o.option(
-          "--batch-size", valueName: "n", help: "Records per transaction (default \(HistoryImporter.defaultBatchSize)).",
+          "--batch-size", valueName: "n",
+          help: "Records per transaction (default \(HistoryImporter.defaultBatchSize)).",
           parse: Parse.count(from: 1, to: 10_000_000)) ?? HistoryImporter.defaultBatchSize
-      skipBadRecords = o.flag("--skip-bad-records", help: "Skip bad records (never a bad header) instead of stopping at the first.")
+      skipBadRecords = o.flag(
+        "--skip-bad-records", help: "Skip bad records (never a bad header) instead of stopping at the first.")
       rejects = o.option(
-        "--rejects", valueName: "file", help: "With --skip-bad-records: write each rejected line, its number and reason here.",
+        "--rejects", valueName: "file",
+        help: "With --skip-bad-records: write each rejected line, its number and reason here.",
         parse: Parse.path)
       input = o.argument("file", help: "The NDJSON file, or '-' for standard input.") ?? ""
     }
@@ -57,7 +60,10 @@ enum ImportCommand: ParsableCommand {
     let target = FileTarget(
       path: path, userID: options.store.user ?? StoreLocation.userID(fromFileName: path),
       dataFolder: options.store.db == nil ? options.store.dataDirectory : nil)
-    context.report(context.runEach([target], jobs: 1, label: "Importing") { target, progress in try importFile(target, options, progress) })
+    context.report(
+      context.runEach([target], jobs: 1, label: "Importing") { target, progress in
+        try importFile(target, options, progress)
+      })
   }
 
   static func importFile(_ target: FileTarget, _ options: Options, _ progress: FileProgress) throws -> FileResult {
@@ -71,7 +77,9 @@ enum ImportCommand: ParsableCommand {
     // import) was about 15% of a 1M-message zstd import.
     if input != "-", !FileSystem.exists(path), let header = try ExportVerifier.header(path: input) {
       if let owner, owner != header.userID {
-        throw StoreError(.badInput, "\(input): this history belongs to user \(header.userID), not \(owner) (nothing was imported)", path: input)
+        throw StoreError(
+          .badInput, "\(input): this history belongs to user \(header.userID), not \(owner) (nothing was imported)",
+          path: input)
       }
       try requireSpace(estimatedDecodedBytes(input) * 3 / 2, toWrite: path)
       let temporary = temporaryPath(for: path)
@@ -80,7 +88,8 @@ enum ImportCommand: ParsableCommand {
       do {
         var created = false
         (summary, _) = try importHistory(
-          from: try ByteSource.open(path: input), into: temporary, owner: header.userID, options, progress, expected: nil, created: &created)
+          from: try ByteSource.open(path: input), into: temporary, owner: header.userID, options, progress,
+          expected: nil, created: &created)
         try publish(temporary, as: path)
       } catch {
         FileSystem.removeDatabase(atPath: temporary)
@@ -96,7 +105,9 @@ enum ImportCommand: ParsableCommand {
       expected = verification.records
       if let exporter = verification.userID {
         if let owner, exporter != owner {
-          throw StoreError(.badInput, "\(input): this history belongs to user \(exporter), not \(owner) (nothing was imported)", path: input)
+          throw StoreError(
+            .badInput, "\(input): this history belongs to user \(exporter), not \(owner) (nothing was imported)",
+            path: input)
         }
         if owner == nil && !FileSystem.exists(path) { owner = exporter }
       }
@@ -107,7 +118,8 @@ enum ImportCommand: ParsableCommand {
     let summary: ImportSummary
     let resolvedOwner: Int64
     do {
-      (summary, resolvedOwner) = try importHistory(from: source, into: path, owner: owner, options, progress, expected: expected, created: &created)
+      (summary, resolvedOwner) = try importHistory(
+        from: source, into: path, owner: owner, options, progress, expected: expected, created: &created)
     } catch {
       // A file this import created holds nothing of value when nothing was committed.
       if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { FileSystem.removeDatabase(atPath: path) }
@@ -138,7 +150,8 @@ enum ImportCommand: ParsableCommand {
       try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
     if (FileSystem.size(atPath: temporary + "-wal") ?? 0) > 0 {
-      throw StoreError(.writeFailed, "\(temporary): the import could not be checkpointed; nothing was moved to \(path)", path: path)
+      throw StoreError(
+        .writeFailed, "\(temporary): the import could not be checkpointed; nothing was moved to \(path)", path: path)
     }
     guard link(temporary, path) == 0 else {
       let reason = errno == EEXIST ? "\(path) appeared while importing" : String(cString: strerror(errno))
@@ -148,18 +161,21 @@ enum ImportCommand: ParsableCommand {
   }
 
   static func result(
-    _ summary: ImportSummary, owner resolvedOwner: Int64, created: Bool, started: DispatchTime, _ options: Options, _ path: String
+    _ summary: ImportSummary, owner resolvedOwner: Int64, created: Bool, started: DispatchTime, _ options: Options,
+    _ path: String
   ) -> FileResult {
     let input = options.input
     let elapsed = seconds(since: started)
     return FileResult(
       json: .object([
-        "input": .string(input), "owner": .int(resolvedOwner), "records": .int(summary.records), "users": .int(summary.users),
+        "input": .string(input), "owner": .int(resolvedOwner), "records": .int(summary.records),
+        "users": .int(summary.users),
         "messages": .int(summary.messages), "requests": .int(summary.requests), "unchanged": .int(summary.unchanged),
         "rejected": .int(summary.rejected), "batches": .int(summary.batches), "bytesIn": .int(summary.bytesIn),
         "seconds": .double(elapsed), "rejects": options.rejects.map { .string($0) } ?? .null, "created": .bool(created),
       ]),
-      text: "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
+      text:
+        "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
         + "\(summary.messages) messages, \(summary.users) users, \(summary.requests) requests changed; "
         + "\(summary.unchanged) already there; \(summary.rejected) rejected"
         + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
@@ -168,7 +184,8 @@ enum ImportCommand: ParsableCommand {
 
   /// Opens (or creates) the database and runs the import; the connection is closed on return.
   static func importHistory(
-    from source: ByteSource, into path: String, owner: Int64?, _ options: Options, _ progress: FileProgress, expected: Int64?,
+    from source: ByteSource, into path: String, owner: Int64?, _ options: Options, _ progress: FileProgress,
+    expected: Int64?,
     created: inout Bool
   ) throws -> (ImportSummary, Int64) {
     let (db, resolvedOwner, wasCreated) = try openForWriting(path: path, owner: owner)

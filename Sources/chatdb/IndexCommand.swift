@@ -19,7 +19,10 @@ enum IndexCommand {
       and exits 4 when one reads a table without the index it should use, 6 when one \
       cannot be planned.
       """,
-    subcommands: [Command(IndexListCommand.self), Command(IndexVerifyCommand.self), Command(IndexApplyCommand.self), Command(IndexAnalyzeCommand.self)]
+    subcommands: [
+      Command(IndexListCommand.self), Command(IndexVerifyCommand.self), Command(IndexApplyCommand.self),
+      Command(IndexAnalyzeCommand.self),
+    ]
   )
 
   /// The options of every index subcommand: which file(s).
@@ -35,11 +38,13 @@ enum IndexCommand {
 
 enum IndexListCommand: ParsableCommand {
   static let name = "list"
-  static let abstract = "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it."
+  static let abstract =
+    "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it."
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Listing") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Listing") {
+      target, _ in
       let entries: [IndexEntry]
       do { entries = try IndexTools.list(try openExisting(target.path, mode: .readOnly)) } catch {
         throw StoreError.from(error, path: target.path, doing: "list the indexes of", otherwise: .readFailed)
@@ -48,7 +53,9 @@ enum IndexListCommand: ParsableCommand {
       let unknown = entries.filter { $0.state == .unknown }.count
       let table = Table(
         columns: [.init("INDEX"), .init("TABLE"), .init("COLUMNS"), .init("SIZE", alignment: .right), .init("STATE")],
-        rows: entries.map { [$0.name, $0.table, $0.columns.joined(separator: ", "), ByteCount.format($0.bytes), $0.state.rawValue] }
+        rows: entries.map {
+          [$0.name, $0.table, $0.columns.joined(separator: ", "), ByteCount.format($0.bytes), $0.state.rawValue]
+        }
       ).render()
       return FileResult(
         json: .object([
@@ -64,7 +71,11 @@ enum IndexListCommand: ParsableCommand {
         row: [String(entries.count), String(missing), String(unknown)])
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("INDEXES", alignment: .right), .init("MISSING", alignment: .right), .init("UNKNOWN", alignment: .right)] : nil)
+      reports,
+      fleet: options.store.all
+        ? [
+          .init("INDEXES", alignment: .right), .init("MISSING", alignment: .right), .init("UNKNOWN", alignment: .right),
+        ] : nil)
   }
 }
 
@@ -72,7 +83,8 @@ enum IndexListCommand: ParsableCommand {
 
 enum IndexVerifyCommand: ParsableCommand {
   static let name = "verify"
-  static let abstract = "Run EXPLAIN QUERY PLAN on every hot query; exit 4 when one scans, 6 when one cannot be planned."
+  static let abstract =
+    "Run EXPLAIN QUERY PLAN on every hot query; exit 4 when one scans, 6 when one cannot be planned."
   static let discussion: String? = """
     Also runs FTS5's integrity-check on the search index (migration 0005), and with \
     --full compares its entries with an index built afresh from the rows (about a \
@@ -90,7 +102,8 @@ enum IndexVerifyCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Verifying") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Verifying") {
+      target, _ in
       let checks: [HotQueryCheck]
       do { checks = try IndexTools.verify(openExisting(target.path, mode: .readOnly)) } catch {
         throw StoreError.from(error, path: target.path, doing: "verify the indexes of", otherwise: .readFailed)
@@ -98,7 +111,10 @@ enum IndexVerifyCommand: ParsableCommand {
       let unplanned = checks.filter { $0.outcome == .planFailed }
       let scanning = checks.filter { $0.outcome == .scans }
       let search: [String]
-      do { search = try SearchIndexCheck.problems(openExisting(target.path, mode: .readOnly), compareWithRows: options.full) } catch {
+      do {
+        search = try SearchIndexCheck.problems(
+          openExisting(target.path, mode: .readOnly), compareWithRows: options.full)
+      } catch {
         throw StoreError.from(error, path: target.path, doing: "verify the search index of", otherwise: .readFailed)
       }
       var lines = checks.map { check in
@@ -108,14 +124,18 @@ enum IndexVerifyCommand: ParsableCommand {
         case .scans: return "SCAN\t\(check.name)\t" + check.findings.map(\.description).joined(separator: "; ")
         }
       }
-      lines += search.isEmpty
-        ? ["ok\tsearch index\tintegrity-check passed" + (options.full ? "; the entries equal the text of the rows" : "")]
+      lines +=
+        search.isEmpty
+        ? [
+          "ok\tsearch index\tintegrity-check passed" + (options.full ? "; the entries equal the text of the rows" : "")
+        ]
         : search.map { "STALE\tsearch index\t\($0)" }
       lines.append(
         unplanned.isEmpty && scanning.isEmpty
           ? "\(checks.count) hot queries: all use their indexes"
           : "\(scanning.count) of \(checks.count) hot queries scan or miss their index and \(unplanned.count) cannot be planned: "
-            + (unplanned + scanning).map(\.name).joined(separator: "; ") + (scanning.isEmpty ? "" : "; run 'chatdb index apply'"))
+            + (unplanned + scanning).map(\.name).joined(separator: "; ")
+            + (scanning.isEmpty ? "" : "; run 'chatdb index apply'"))
       return FileResult(
         json: .object([
           "queries": .array(
@@ -128,11 +148,16 @@ enum IndexVerifyCommand: ParsableCommand {
             }),
           "searchIndex": .object(["ok": .bool(search.isEmpty), "problems": .array(search.map { .string($0) })]),
         ]),
-        text: lines.joined(separator: "\n"), row: [String(checks.count), String(scanning.count), String(unplanned.count)],
+        text: lines.joined(separator: "\n"),
+        row: [String(checks.count), String(scanning.count), String(unplanned.count)],
         status: !unplanned.isEmpty ? .unplannable : !scanning.isEmpty || !search.isEmpty ? .findings : .success)
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("QUERIES", alignment: .right), .init("SCANS", alignment: .right), .init("UNPLANNED", alignment: .right)] : nil)
+      reports,
+      fleet: options.store.all
+        ? [
+          .init("QUERIES", alignment: .right), .init("SCANS", alignment: .right), .init("UNPLANNED", alignment: .right),
+        ] : nil)
   }
 }
 
@@ -163,7 +188,8 @@ enum IndexApplyCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Building indexes") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Building indexes") {
+      target, _ in
       let db = try openExisting(target.path, mode: options.dryRun ? .readOnly : .readWrite)
       var statements: [String]
       do { statements = try IndexTools.repairStatements(db, dropUnknown: options.dropUnknown) } catch {
@@ -180,11 +206,17 @@ enum IndexApplyCommand: ParsableCommand {
         statements.isEmpty
         ? "\(target.path): the indexes match the schema; nothing to do"
         : (statements.map { $0 + ";" } + [
-          options.dryRun ? "\(statements.count) statement(s) not run (--dry-run)" : "\(statements.count) statement(s) run in one transaction"
+          options.dryRun
+            ? "\(statements.count) statement(s) not run (--dry-run)"
+            : "\(statements.count) statement(s) run in one transaction"
         ]).joined(separator: "\n")
       return FileResult(
-        json: .object(["dryRun": .bool(options.dryRun), "statements": .array(statements.map { .string($0) })]), text: text,
-        row: [String(statements.count), options.dryRun ? "not run (--dry-run)" : statements.isEmpty ? "nothing to do" : "applied"])
+        json: .object(["dryRun": .bool(options.dryRun), "statements": .array(statements.map { .string($0) })]),
+        text: text,
+        row: [
+          String(statements.count),
+          options.dryRun ? "not run (--dry-run)" : statements.isEmpty ? "nothing to do" : "applied",
+        ])
     }
     context.report(reports, fleet: options.store.all ? [.init("STATEMENTS", alignment: .right), .init("RESULT")] : nil)
   }
@@ -194,22 +226,29 @@ enum IndexApplyCommand: ParsableCommand {
 
 enum IndexAnalyzeCommand: ParsableCommand {
   static let name = "analyze"
-  static let abstract = "Run ANALYZE and PRAGMA optimize, and report what changed in the planner's statistics (sqlite_stat1)."
+  static let abstract =
+    "Run ANALYZE and PRAGMA optimize, and report what changed in the planner's statistics (sqlite_stat1)."
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Analyzing") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Analyzing") {
+      target, _ in
       let report = try IndexTools.analyze(try openExisting(target.path, mode: .readWrite))
       return FileResult(
         json: .object([
           "rowsBefore": .int(Int64(report.rowsBefore)), "rowsAfter": .int(Int64(report.rowsAfter)),
           "changed": .array(report.changed.map { .string($0) }),
         ]),
-        text: (["sqlite_stat1: \(report.rowsBefore) row(s) before, \(report.rowsAfter) after; \(report.changed.count) changed"]
+        text: ([
+          "sqlite_stat1: \(report.rowsBefore) row(s) before, \(report.rowsAfter) after; \(report.changed.count) changed"
+        ]
           + report.changed.map { "  " + $0 }).joined(separator: "\n"),
         row: [String(report.rowsBefore), String(report.rowsAfter), String(report.changed.count)])
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("CHANGED", alignment: .right)] : nil)
+      reports,
+      fleet: options.store.all
+        ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("CHANGED", alignment: .right)]
+        : nil)
   }
 }

@@ -21,7 +21,8 @@ enum MigrateCommand: ParsableCommand {
     var backup: Bool
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
-      version = o.option("--to", valueName: "version", help: "Migrate to this version instead of the latest.") { text -> Int? in
+      version = o.option("--to", valueName: "version", help: "Migrate to this version instead of the latest.") {
+        text -> Int? in
         guard let n = Int(text), n >= 0 else { throw InvalidValue("a version is a number from 0") }
         return n
       }
@@ -32,18 +33,23 @@ enum MigrateCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: options.dryRun ? "Checking" : "Migrating") { target, progress in
+    let reports = context.runEach(
+      try options.store.targets(), jobs: options.store.jobs, label: options.dryRun ? "Checking" : "Migrating"
+    ) { target, progress in
       let outcome = try migrateOne(path: target.path, owner: target.userID, options, progress: progress)
       let result =
         outcome.migrations.isEmpty
-        ? "up to date" : options.dryRun ? "would apply \(outcome.migrations.count)" : outcome.created ? "created" : "migrated"
+        ? "up to date"
+        : options.dryRun ? "would apply \(outcome.migrations.count)" : outcome.created ? "created" : "migrated"
       return FileResult(
         json: outcome.json, text: outcome.text(dryRun: options.dryRun),
         row: [String(outcome.fromVersion), String(outcome.toVersion), result],
         totals: ["changed": outcome.migrations.isEmpty || options.dryRun ? 0 : 1])
     }
     context.report(
-      reports, fleet: options.store.all ? [.init("FROM", alignment: .right), .init("TO", alignment: .right), .init("RESULT")] : nil,
+      reports,
+      fleet: options.store.all
+        ? [.init("FROM", alignment: .right), .init("TO", alignment: .right), .init("RESULT")] : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s) in \(options.store.dataDirectory): \(reports.count - reports.failedCount) ok "
           + "(\(reports.total("changed")) changed), \(reports.failedCount) failed" : nil)

@@ -5,7 +5,8 @@ import ChatStore
 enum MigrateStatusCommand: ParsableCommand {
   static let name = "status"
   static let abstract = "Show a file's schema version, pending migrations, drift and size."
-  static let discussion: String? = "Reads the file read-only and leaves nothing behind; the size counts the database and its -wal."
+  static let discussion: String? =
+    "Reads the file read-only and leaves nothing behind; the size counts the database and its -wal."
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -15,10 +16,13 @@ enum MigrateStatusCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let migrator = Migrator()
-    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Reading") { target, _ in
+    let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Reading") {
+      target, _ in
       let status = try migrator.status(ofFileAt: target.path)
       let pending =
-        status.isNewer ? "newer than this chatdb" : status.pending.isEmpty ? "-" : status.pending.map(\.fileName).joined(separator: ", ")
+        status.isNewer
+        ? "newer than this chatdb"
+        : status.pending.isEmpty ? "-" : status.pending.map(\.fileName).joined(separator: ", ")
       return FileResult(
         json: json(status), text: text(status),
         row: [
@@ -30,7 +34,10 @@ enum MigrateStatusCommand: ParsableCommand {
     context.report(
       reports,
       fleet: options.store.all
-        ? [.init("VERSION", alignment: .right), .init("LATEST", alignment: .right), .init("PENDING"), .init("DRIFT"), .init("SIZE", alignment: .right)]
+        ? [
+          .init("VERSION", alignment: .right), .init("LATEST", alignment: .right), .init("PENDING"), .init("DRIFT"),
+          .init("SIZE", alignment: .right),
+        ]
         : nil,
       summaryLine: options.store.all
         ? "\(reports.count) file(s) in \(options.store.dataDirectory): \(reports.total("pending")) with pending migrations, "
@@ -73,7 +80,8 @@ enum MigrateStatusCommand: ParsableCommand {
             "appliedAt": .string($0.appliedAt),
           ])
         }),
-      "pending": .array(status.pending.map { .object(["version": .int(Int64($0.version)), "name": .string($0.name)]) }),
+      "pending": .array(
+        status.pending.map { .object(["version": .int(Int64($0.version)), "name": .string($0.name)]) }),
       "drift": .array(
         status.drift.map {
           .object([

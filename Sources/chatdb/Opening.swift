@@ -23,7 +23,9 @@ func openExisting(_ path: String, mode: Database.Mode) throws -> Database {
 /// pointer to `chatdb migrate` (15) and a newer one (10).
 func openLatest(_ path: String, mode: Database.Mode, for task: String) throws -> Database {
   let db = try openExisting(path, mode: mode)
-  do { try Migrator.requireLatest(db, for: task) } catch { throw StoreError.from(error, path: path, doing: "open", otherwise: .readFailed) }
+  do { try Migrator.requireLatest(db, for: task) } catch {
+    throw StoreError.from(error, path: path, doing: "open", otherwise: .readFailed)
+  }
   return db
 }
 
@@ -52,7 +54,8 @@ func openForWriting(path: String, owner: Int64?) throws -> (db: Database, owner:
     try Migrator.requireLatest(db, for: "writing records")
     let recorded = try recordedOwner(db)
     guard let resolved = owner ?? recorded else {
-      throw StoreError(.badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)
+      throw StoreError(
+        .badInput, "\(path): cannot tell whose file this is; name it chats-<userId>.db or use --user", path: path)
     }
     if let recorded, recorded != resolved {
       throw StoreError(.badInput, "\(path) belongs to user \(recorded), not \(resolved)", path: path)

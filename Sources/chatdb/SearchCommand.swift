@@ -33,7 +33,8 @@ enum SearchCommand: ParsableCommand {
     let reports = context.runEach(try options.store.targets(), jobs: 1, label: "Searching") { target, _ in
       let db = try openLatest(target.path, mode: .readOnly, for: "search")
       guard let owner = try target.userID ?? recordedOwner(db) else {
-        throw StoreError(.badInput, "\(target.path): whose file this is is unknown; name it chats-<userId>.db", path: target.path)
+        throw StoreError(
+          .badInput, "\(target.path): whose file this is is unknown; name it chats-<userId>.db", path: target.path)
       }
       let page: SearchPage
       do { page = try options.search.search(ChatRepository(database: db, ownerID: owner)) } catch {

@@ -37,14 +37,20 @@ enum UsageCommand: ParsableCommand {
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
       low = o.option(
-        "--warn-below", valueName: "size|percent", help: "Free space below which the disk is 'low' (default 10% or 1GiB).",
+        "--warn-below", valueName: "size|percent",
+        help: "Free space below which the disk is 'low' (default 10% or 1GiB).",
         parse: UsageCommand.threshold)
       critical = o.option(
-        "--critical-below", valueName: "size|percent", help: "Free space below which the disk is 'critical' (default 2% or 200MiB).",
+        "--critical-below", valueName: "size|percent",
+        help: "Free space below which the disk is 'critical' (default 2% or 200MiB).",
         parse: UsageCommand.threshold)
       check = o.flag("--check", help: "Exit with the disk level: 0 ok, 2 low, 3 critical.")
-      top = o.option("--top", valueName: "n", help: "Conversations to list per file (default 10).", parse: Parse.count) ?? 10
-      nowText = o.option("--now", valueName: "date", help: "Measure the suggested ages from this time instead of now.", parse: Parse.time)
+      top =
+        o.option("--top", valueName: "n", help: "Conversations to list per file (default 10).", parse: Parse.count)
+        ?? 10
+      nowText = o.option(
+        "--now", valueName: "date", help: "Measure the suggested ages from this time instead of now.", parse: Parse.time
+      )
       now = nowText.flatMap { try? Parse.date($0) }
     }
     func validate() throws {
@@ -52,13 +58,17 @@ enum UsageCommand: ParsableCommand {
       var inverted = false
       if case .bytes(let l)? = low, case .bytes(let c)? = critical { inverted = c >= l && c > 0 }
       if case .percent(let l)? = low, case .percent(let c)? = critical { inverted = c >= l && c > 0 }
-      if inverted { throw ValidationError("'--critical-below <size|percent>' must be below '--warn-below <size|percent>'") }
+      if inverted {
+        throw ValidationError("'--critical-below <size|percent>' must be below '--warn-below <size|percent>'")
+      }
     }
   }
 
   static func threshold(_ text: String) throws -> DiskThreshold? {
     if text.hasSuffix("%") {
-      guard let p = Double(text.dropLast()), p >= 0, p <= 100 else { throw InvalidValue("a percentage is from 0% to 100%") }
+      guard let p = Double(text.dropLast()), p >= 0, p <= 100 else {
+        throw InvalidValue("a percentage is from 0% to 100%")
+      }
       return .percent(p)
     }
     guard text.last?.isLetter == true, let bytes = ByteCount.parse(text) else {
@@ -80,13 +90,15 @@ enum UsageCommand: ParsableCommand {
     // Both given in different units: compare them on this disk (0 and 0 means never warn).
     if options.low != nil && options.critical != nil && criticalBytes >= lowBytes && criticalBytes > 0 {
       throw ValidationError(
-        "'--critical-below' (\(ByteCount.format(criticalBytes)) here) must be below '--warn-below' (\(ByteCount.format(lowBytes)))")
+        "'--critical-below' (\(ByteCount.format(criticalBytes)) here) must be below '--warn-below' (\(ByteCount.format(lowBytes)))"
+      )
     }
     let terminal = context.stdout.isTerminal && !options.store.all
     let reports = context.runEach(targets, jobs: options.store.jobs, label: "Measuring") { target, _ in
       let report = try StorageReport.measure(path: target.path)
       return FileResult(
-        json: reportJSON(report, top: options.store.all ? options.top : Int.max), text: fileText(report, top: options.top, bars: terminal),
+        json: reportJSON(report, top: options.store.all ? options.top : Int.max),
+        text: fileText(report, top: options.top, bars: terminal),
         row: [
           ByteCount.format(report.totalBytes), ByteCount.format(report.reclaimableBytes), String(report.messages),
           String(report.conversations.filter { $0.messages > 0 }.count), String(report.requests),
@@ -101,9 +113,12 @@ enum UsageCommand: ParsableCommand {
     var suggestions: [(target: FileTarget, items: [StorageSuggestion])] = []
     if level != .ok {
       let needed = max(max(lowBytes, criticalBytes) - disk.available, 0)
-      let largest = reports.filter(\.ok).sorted { ($0.totalBytes, $1.target.path) > ($1.totalBytes, $0.target.path) }.prefix(3)
+      let largest = reports.filter(\.ok).sorted { ($0.totalBytes, $1.target.path) > ($1.totalBytes, $0.target.path) }
+        .prefix(3)
       for item in largest {
-        guard let items = try? StorageSuggestion.suggest(path: item.target.path, needed: needed, now: options.now ?? Date()),
+        guard
+          let items = try? StorageSuggestion.suggest(
+            path: item.target.path, needed: needed, now: options.now ?? Date()),
           !items.isEmpty
         else { continue }
         suggestions.append((item.target, items))
@@ -121,10 +136,12 @@ enum UsageCommand: ParsableCommand {
       "Disk: \(ByteCount.format(disk.available)) free of \(ByteCount.format(disk.total)) (\(String(format: "%.1f", percent))%) at \(diskPath): "
       + "\(level.rawValue.uppercased()) (low below \(ByteCount.format(lowBytes)), critical below \(ByteCount.format(criticalBytes)))"
     if !suggestions.isEmpty {
-      text += "\nTo free space (\(ByteCount.format(max(max(lowBytes, criticalBytes) - disk.available, 0))) more is needed for ok):"
+      text +=
+        "\nTo free space (\(ByteCount.format(max(max(lowBytes, criticalBytes) - disk.available, 0))) more is needed for ok):"
       for entry in suggestions {
         for s in entry.items {
-          text += "\n  \(commandLine(entry.target, s, options))  frees \(ByteCount.format(s.frees)) (\(s.messages) messages)\(s.enough ? ", enough" : "")"
+          text +=
+            "\n  \(commandLine(entry.target, s, options))  frees \(ByteCount.format(s.frees)) (\(s.messages) messages)\(s.enough ? ", enough" : "")"
         }
       }
     } else if level != .ok {
@@ -133,25 +150,32 @@ enum UsageCommand: ParsableCommand {
     context.report(
       reports,
       fleet: options.store.all
-        ? [.init("SIZE", alignment: .right), .init("RECLAIMABLE", alignment: .right), .init("MESSAGES", alignment: .right),
-          .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right)] : nil,
+        ? [
+          .init("SIZE", alignment: .right), .init("RECLAIMABLE", alignment: .right),
+          .init("MESSAGES", alignment: .right),
+          .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right),
+        ] : nil,
       summary: [
         "disk": .object([
-          "path": .string(diskPath), "available": .int(disk.available), "total": .int(disk.total), "level": .string(level.rawValue),
+          "path": .string(diskPath), "available": .int(disk.available), "total": .int(disk.total),
+          "level": .string(level.rawValue),
           "lowBelow": .int(lowBytes), "criticalBelow": .int(criticalBytes),
         ]),
         "suggestions": .array(
           suggestions.flatMap { entry in
             entry.items.map {
               .object([
-                "path": .string(entry.target.path), "command": .string(commandLine(entry.target, $0, options)), "frees": .int($0.frees),
+                "path": .string(entry.target.path), "command": .string(commandLine(entry.target, $0, options)),
+                "frees": .int($0.frees),
                 "messages": .int($0.messages), "enough": .bool($0.enough),
               ])
             }
           }),
       ],
       summaryLine: text)
-    if options.check && level != .ok && context.status == .success { context.exit(level == .critical ? .diskCritical : .diskLow) }
+    if options.check && level != .ok && context.status == .success {
+      context.exit(level == .critical ? .diskCritical : .diskLow)
+    }
   }
 
   /// A `chatdb evict` command line that runs as printed: the same data folder or path,
@@ -196,14 +220,20 @@ enum UsageCommand: ParsableCommand {
         .init("TABLE/INDEX"), .init("OF TABLE"), .init("BYTES", alignment: .right), .init("SIZE", alignment: .right),
         .init("UNUSED", alignment: .right),
       ],
-      rows: r.btrees.map { [$0.name, $0.isIndex ? $0.table : "", String($0.bytes), ByteCount.format($0.bytes), ByteCount.format($0.unusedBytes)] }
+      rows: r.btrees.map {
+        [
+          $0.name, $0.isIndex ? $0.table : "", String($0.bytes), ByteCount.format($0.bytes),
+          ByteCount.format($0.unusedBytes),
+        ]
+      }
     ).render()
     let shown = Array(r.conversations.prefix(top))
     if !shown.isEmpty {
       text += "\nTop \(shown.count) of \(r.conversations.count) conversations:\n"
       let largest = shown.first?.bytes ?? 0
       var columns: [Table.Column] = [
-        .init("CONVERSATION", alignment: .right), .init("CONTACT"), .init("MESSAGES", alignment: .right), .init("SIZE", alignment: .right),
+        .init("CONVERSATION", alignment: .right), .init("CONTACT"), .init("MESSAGES", alignment: .right),
+        .init("SIZE", alignment: .right),
         .init("OLDEST"), .init("NEWEST"), .init("PENDING", alignment: .right), .init("FAILED", alignment: .right),
       ]
       if bars { columns.append(.init("")) }
@@ -211,8 +241,10 @@ enum UsageCommand: ParsableCommand {
         columns: columns,
         rows: shown.map {
           [
-            String($0.id), $0.name ?? "", String($0.messages), ByteCount.format($0.bytes), $0.oldest.map { String($0.prefix(10)) } ?? "-",
-            $0.newest.map { String($0.prefix(10)) } ?? "-", String($0.pending), String($0.failed), bars ? bar($0.bytes, of: largest) : "",
+            String($0.id), $0.name ?? "", String($0.messages), ByteCount.format($0.bytes),
+            $0.oldest.map { String($0.prefix(10)) } ?? "-",
+            $0.newest.map { String($0.prefix(10)) } ?? "-", String($0.pending), String($0.failed),
+            bars ? bar($0.bytes, of: largest) : "",
           ]
         }
       ).render()
@@ -225,9 +257,12 @@ enum UsageCommand: ParsableCommand {
   static func reportJSON(_ r: StorageReport, top: Int) -> JSONValue {
     .object([
       "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
-      "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount), "freePages": .int(r.freePages),
+      "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount),
+      "freePages": .int(r.freePages),
       "freeBytes": .int(r.freeBytes), "unusedBytes": .int(r.unusedBytes), "fragmentedBytes": .int(r.fragmentedBytes),
-      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes), "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests), "searchIndexBytes": .int(r.searchIndexBytes),
+      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes),
+      "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
+      "searchIndexBytes": .int(r.searchIndexBytes),
       "tables": .array(
         r.btrees.map {
           .object([
@@ -239,7 +274,8 @@ enum UsageCommand: ParsableCommand {
         r.conversations.prefix(top).map {
           .object([
             "id": .int($0.id), "name": $0.name.map { .string($0) } ?? .null, "messages": .int($0.messages),
-            "bytes": .int($0.bytes), "contentBytes": .int($0.contentBytes), "oldest": $0.oldest.map { .string($0) } ?? .null,
+            "bytes": .int($0.bytes), "contentBytes": .int($0.contentBytes),
+            "oldest": $0.oldest.map { .string($0) } ?? .null,
             "newest": $0.newest.map { .string($0) } ?? .null, "pending": .int($0.pending), "failed": .int($0.failed),
           ])
         }),

@@ -19,7 +19,9 @@ enum VacuumCommand: ParsableCommand {
     var into: String?
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
-      into = o.option("--into", valueName: "path", help: "Write a compacted copy to this new file instead of rebuilding in place.", parse: Parse.path)
+      into = o.option(
+        "--into", valueName: "path", help: "Write a compacted copy to this new file instead of rebuilding in place.",
+        parse: Parse.path)
     }
     func validate() throws {
       try store.validate()
@@ -43,12 +45,16 @@ enum VacuumCommand: ParsableCommand {
           "into": report.into.map { .string($0) } ?? .null, "bytesBefore": .int(report.bytesBefore),
           "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(freed), "copy": .bool(report.isCopy),
         ]),
-        text: text, row: [ByteCount.format(report.bytesBefore), ByteCount.format(report.bytesAfter), ByteCount.format(freed)],
+        text: text,
+        row: [ByteCount.format(report.bytesBefore), ByteCount.format(report.bytesAfter), ByteCount.format(freed)],
         totals: ["bytesFreed": freed])
     }
     let freed = reports.total("bytesFreed")
     context.report(
-      reports, fleet: options.store.all ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("FREED", alignment: .right)] : nil,
+      reports,
+      fleet: options.store.all
+        ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("FREED", alignment: .right)]
+        : nil,
       summaryLine: options.store.all ? "\(reports.count) file(s): \(ByteCount.format(freed)) freed" : nil)
   }
 }

@@ -30,7 +30,9 @@ import Testing
     var describing = OptionReader(mode: .describing)
     _ = Typed(&describing)
     let command = Command(name: "t", options: describing.options, run: { _, _ in })
-    guard case .run(let parsed) = CommandLineTool(root: command, version: "1").parse(arguments) else { fatalError("no parse") }
+    guard case .run(let parsed) = CommandLineTool(root: command, version: "1").parse(arguments) else {
+      fatalError("no parse")
+    }
     var reader = OptionReader(mode: .reading(parsed))
     return (Typed(&reader), reader.firstError)
   }
@@ -59,11 +61,17 @@ import Testing
 
 @Suite struct EnvelopeTests {
   static func context(json: Bool) -> (CommandContext, TextBuffer, TextBuffer) {
-    let out = TextBuffer(), err = TextBuffer()
-    return (CommandContext(commandPath: "chatdb t", json: json, stdout: .capturing(into: out), stderr: .capturing(into: err)), out, err)
+    let out = TextBuffer()
+    let err = TextBuffer()
+    return (
+      CommandContext(commandPath: "chatdb t", json: json, stdout: .capturing(into: out), stderr: .capturing(into: err)),
+      out, err
+    )
   }
 
-  static func targets(_ n: Int) -> [FileTarget] { (1...n).map { FileTarget(path: "/d/chats-\($0).db", userID: Int64($0)) } }
+  static func targets(_ n: Int) -> [FileTarget] {
+    (1...n).map { FileTarget(path: "/d/chats-\($0).db", userID: Int64($0)) }
+  }
 
   @Test func runnerKeepsTargetOrderAndIsolatesFailures() throws {
     let (context, out, _) = Self.context(json: true)
@@ -154,6 +162,10 @@ import Testing
     #expect(ExitCode(.permission).rawValue == 77)
     #expect(ExitCode(.readFailed).rawValue == 16)
     #expect(ExitCode(.internalError).rawValue == 70)
-    #expect(ExitCode(for: StoreError.from(SQLiteError(code: SQLiteError.ResultCode.ioError), path: "x", doing: "read", otherwise: .readFailed)) == .readFailed)
+    #expect(
+      ExitCode(
+        for: StoreError.from(
+          SQLiteError(code: SQLiteError.ResultCode.ioError), path: "x", doing: "read", otherwise: .readFailed))
+        == .readFailed)
   }
 }

@@ -79,7 +79,9 @@ enum Fixture {
     static let abstract = "Fails on purpose."
     struct Options: ParsableOptions {
       var how: String?
-      init(_ o: inout OptionReader) { how = o.option("--how", valueName: "kind", help: "locked, plain, usage or code.") }
+      init(_ o: inout OptionReader) {
+        how = o.option("--how", valueName: "kind", help: "locked, plain, usage or code.")
+      }
     }
     static func run(_ options: Options, in context: CommandContext) throws {
       switch options.how {
@@ -116,7 +118,8 @@ enum Fixture {
       Command(Evict.self),
       Command(Import.self),
       Command(Fail.self),
-      Command.group(name: "remote", abstract: "Manage sync remotes.", subcommands: [Command(Add.self), Command(Leaf.self)]),
+      Command.group(
+        name: "remote", abstract: "Manage sync remotes.", subcommands: [Command(Add.self), Command(Leaf.self)]),
     ]
   )
 
@@ -124,7 +127,8 @@ enum Fixture {
 
   /// Runs the tool with captured output.
   static func run(_ arguments: [String]) -> (code: Int32, out: String, err: String) {
-    let out = TextBuffer(), err = TextBuffer()
+    let out = TextBuffer()
+    let err = TextBuffer()
     let code = tool.main(arguments, stdout: .capturing(into: out), stderr: .capturing(into: err))
     return (code, out.text, err.text)
   }

@@ -1,9 +1,10 @@
 import ChatCLI
 import ChatStore
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 @Suite struct ByteCountTests {
   @Test(arguments: [
@@ -49,20 +50,21 @@ import Testing
 
   @Test func objectsHaveSortedKeysAndTwoSpaceIndentation() {
     let value: JSONValue = ["zeta": 1, "alpha": [true, nil, "x"], "mid": ["b": 2.5, "a": [:]]]
-    #expect(value.render() == """
-      {
-        "alpha": [
-          true,
-          null,
-          "x"
-        ],
-        "mid": {
-          "a": {},
-          "b": 2.5
-        },
-        "zeta": 1
-      }
-      """)
+    #expect(
+      value.render() == """
+        {
+          "alpha": [
+            true,
+            null,
+            "x"
+          ],
+          "mid": {
+            "a": {},
+            "b": 2.5
+          },
+          "zeta": 1
+        }
+        """)
     #expect(value.render(pretty: false) == #"{"alpha":[true,null,"x"],"mid":{"a":{},"b":2.5},"zeta":1}"#)
   }
 
@@ -77,14 +79,15 @@ import Testing
       columns: [.init("FILE"), .init("FROM", alignment: .right), .init("NOTE")],
       rows: [["a.db", "1", "ok"], ["longer-name.db", "12345", ""], ["日本.db", "7"]]
     )
-    #expect(table.render() == """
-      FILE             FROM  NOTE
-      --------------  -----  ----
-      a.db                1  ok
-      longer-name.db  12345
-      日本.db             7
+    #expect(
+      table.render() == """
+        FILE             FROM  NOTE
+        --------------  -----  ----
+        a.db                1  ok
+        longer-name.db  12345
+        日本.db             7
 
-      """)
+        """)
   }
 
   @Test func emptyTableRendersHeaderAndSeparator() {
@@ -95,7 +98,8 @@ import Testing
 @Suite struct ProgressTests {
   @Test func silentWhenOutputIsNotATerminal() {
     let buffer = TextBuffer()
-    let progress = Progress(label: "Importing", total: 1000, unit: "records", output: .capturing(into: buffer, isTerminal: false))
+    let progress = Progress(
+      label: "Importing", total: 1000, unit: "records", output: .capturing(into: buffer, isTerminal: false))
     for row in 1...10_000 { progress.update(completed: Int64(row), bytes: Int64(row) * 100) }
     progress.finish()
     #expect(buffer.text == "")
@@ -103,7 +107,8 @@ import Testing
 
   @Test func drawsOneLineAndClearsItOnATerminal() {
     let buffer = TextBuffer()
-    let progress = Progress(label: "Importing", total: 2000, unit: "records", output: .capturing(into: buffer, isTerminal: true))
+    let progress = Progress(
+      label: "Importing", total: 2000, unit: "records", output: .capturing(into: buffer, isTerminal: true))
     progress.update(completed: 1000)
     for row in 1001...1100 { progress.update(completed: Int64(row)) }  // throttled: within 100 ms
     let drawn = buffer.text
@@ -136,7 +141,10 @@ import Testing
   @Test func aPipeIsNotATerminal() {
     var fds: [Int32] = [0, 0]
     #expect(pipe(&fds) == 0)
-    defer { close(fds[0]); close(fds[1]) }
+    defer {
+      close(fds[0])
+      close(fds[1])
+    }
     #expect(!Terminal.isTerminal(fds[1]))
     #expect(TextOutput.standardError.isTerminal == Terminal.isTerminal(2))
   }

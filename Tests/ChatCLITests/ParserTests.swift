@@ -1,5 +1,6 @@
-@testable import ChatCLI
 import Testing
+
+@testable import ChatCLI
 
 @Suite struct HelpTests {
   @Test(arguments: [
@@ -54,13 +55,16 @@ import Testing
 
   @Test func rootHelpListsVersionBeforeHelpAndSubcommands() {
     let out = Fixture.run(["--help"]).out
-    #expect(out.contains("  --version               Show the version.\n  -h, --help              Show help information.\n"))
+    #expect(
+      out.contains("  --version               Show the version.\n  -h, --help              Show help information.\n"))
     #expect(out.contains("  remote                  Manage sync remotes.\n"))
     #expect(out.contains("  See 'chatdb help <subcommand>' for detailed help."))
     #expect(!Fixture.run(["migrate", "--help"]).out.contains("--version"))
   }
 
-  @Test(arguments: [(["--version"], 0, "1.2.3\n", ""), (["migrate", "--version"], 64, "", "Error: Unknown option '--version'")])
+  @Test(arguments: [
+    (["--version"], 0, "1.2.3\n", ""), (["migrate", "--version"], 64, "", "Error: Unknown option '--version'"),
+  ])
   func version(arguments: [String], code: Int32, out: String, errPrefix: String) {
     let result = Fixture.run(arguments)
     #expect(result.code == code)
@@ -106,19 +110,23 @@ import Testing
   }
 
   @Test func threeLineShapeWithTruncatedUsage() {
-    #expect(Fixture.run(["evict", "--older-than"]).err == """
-      Error: Missing value for '--older-than <age>'
-      Usage: chatdb evict [--older-than <age>] [--max-size <size>] [--dry-run] ...
-        See 'chatdb evict --help' for more information.
+    #expect(
+      Fixture.run(["evict", "--older-than"]).err == """
+        Error: Missing value for '--older-than <age>'
+        Usage: chatdb evict [--older-than <age>] [--max-size <size>] [--dry-run] ...
+          See 'chatdb evict --help' for more information.
 
-      """)
-    #expect(Fixture.run(["remote", "add"]).err.contains("Usage: chatdb remote add [--json] <url>\n  See 'chatdb remote add --help'"))
+        """)
+    #expect(
+      Fixture.run(["remote", "add"]).err.contains(
+        "Usage: chatdb remote add [--json] <url>\n  See 'chatdb remote add --help'"))
   }
 }
 
 @Suite struct ParsingTests {
   @Test(arguments: [
-    ["evict", "--user=5"], ["evict", "--user", "5"], ["evict", "--user", "3", "--user", "5"], ["evict", "--user=", "--user=5"],
+    ["evict", "--user=5"], ["evict", "--user", "5"], ["evict", "--user", "3", "--user", "5"],
+    ["evict", "--user=", "--user=5"],
   ])
   func optionValueForms(arguments: [String]) throws {
     let parsed = try #require(Fixture.parsed(arguments))
@@ -168,7 +176,10 @@ import Testing
       }
       #expect(parsed.flag("--verbose"))
     }
-    guard case .usageError = tool.parse(["--verbose"]) else { Issue.record("pure group got the option"); return }
+    guard case .usageError = tool.parse(["--verbose"]) else {
+      Issue.record("pure group got the option")
+      return
+    }
   }
 }
 

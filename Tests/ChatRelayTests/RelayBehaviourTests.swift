@@ -11,7 +11,9 @@ import Testing
 /// own relay on a free port and stops it; every child process is bounded in time and no
 /// check is about time.
 @Suite(.serialized) struct RelayBehaviourTests {
-  static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("interop/relay_auth_faults.py").path
+  static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+    "interop/relay_auth_faults.py"
+  ).path
 
   /// A relay.db with users 1 (Alice), 2 (Bob) and 3 (Carol); their tokens.
   static func users(_ folder: Folder) throws -> (db: String, alice: String, bob: String, carol: String) {
@@ -77,7 +79,8 @@ import Testing
     #expect(ack.status == 0, "\(ack.stderr)")
     #expect(try Self.inbox(second.port, bob) == [])
     let afterAck = try Self.post(second.port, alice, request: 41, to: 2)
-    #expect(afterAck["status"] as? Int == 201 && afterAck["replayed"] as? Bool == true && afterAck["messageId"] as? Int == id)
+    #expect(
+      afterAck["status"] as? Int == 201 && afterAck["replayed"] as? Bool == true && afterAck["messageId"] as? Int == id)
 
     // Bob is removed: Alice's retry still names the same message.
     #expect(try relay(["user", "remove", "--db", db, "--id", "2"]).status == 0)
@@ -153,7 +156,8 @@ import Testing
       defer { server.stop() }
       let answer = try Self.post(server.port, alice, request: 9, to: 2)
       #expect(
-        answer["status"] as? Int == 429 && answer["code"] as? String == "throttled" && answer["retryAfter"] as? String == "1", "\(answer)")
+        answer["status"] as? Int == 429 && answer["code"] as? String == "throttled"
+          && answer["retryAfter"] as? String == "1", "\(answer)")
     }
     // The 503 came "before doing anything": request 8 was never committed.
     do {
@@ -177,7 +181,9 @@ import Testing
     }
     let server = try Server(db: db, extra: ["--ping-seconds", "1"])
     defer { server.stop() }
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("interop/relay_presence.py").path
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+      "interop/relay_presence.py"
+    ).path
     let result = try ChatRelayTests.run("/usr/bin/python3", [script, String(server.port)] + tokens)
     #expect(result.status == 0, "\(result.stderr)")
   }
@@ -192,7 +198,8 @@ func runBounded(_ path: String, _ arguments: [String], seconds: Double) throws -
   let process = Process()
   process.executableURL = URL(fileURLWithPath: path)
   process.arguments = arguments
-  let out = Pipe(), err = Pipe()
+  let out = Pipe()
+  let err = Pipe()
   process.standardOutput = out
   process.standardError = err
   process.standardInput = FileHandle.nullDevice

@@ -18,14 +18,18 @@ import Testing
       tokens.append(String(add.stdout.split(separator: "\n").last ?? ""))
     }
     let json = try relay(["user", "add", "--db", db, "--id", "4", "--name", "Dan", "--json"])
-    let entry = try #require((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["files"] as? [[String: Any]])
+    let entry = try #require(
+      (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["files"] as? [[String: Any]])
     let result = try #require(entry.first?["result"] as? [String: Any])
     #expect(result["userId"] as? Int == 4 && (result["token"] as? String)?.isEmpty == false)
-    #expect(try relay(["user", "add", "--db", db, "--id", "4", "--name", "Dan"]).status == 65, "a duplicate id is refused")
+    #expect(
+      try relay(["user", "add", "--db", db, "--id", "4", "--name", "Dan"]).status == 65, "a duplicate id is refused")
 
     let server = try Server(db: db)
     defer { server.stop() }
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("interop/relay_protocol.py").path
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+      "interop/relay_protocol.py"
+    ).path
     let python = try run("/usr/bin/python3", [script, String(server.port)] + tokens)
     #expect(python.status == 0, "\(python.stderr)")
     let facts = try #require(try JSONSerialization.jsonObject(with: Data(python.stdout.utf8)) as? [String: Any])
@@ -59,7 +63,9 @@ import Testing
     for token in tokens { #expect(bytes.range(of: Data(token.utf8)) == nil) }
   }
 
-  @Test(arguments: [["user", "list"], ["push", "list"], ["user", "remove", "--id", "1"], ["user", "token", "--id", "1"]])
+  @Test(arguments: [
+    ["user", "list"], ["push", "list"], ["user", "remove", "--id", "1"], ["user", "token", "--id", "1"],
+  ])
   func commandsThatOnlyReadOrChangeUsersNeverCreateTheFile(_ command: [String]) throws {
     let folder = try Folder()
     let run = try relay(command + ["--db", folder.path + "/missing.db"])

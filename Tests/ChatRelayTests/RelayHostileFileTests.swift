@@ -11,7 +11,8 @@ import Testing
 @Suite(.serialized) struct RelayHostileFileTests {
   /// Every command that opens the file (`serve` refuses before it listens).
   static let commands: [[String]] = [
-    ["user", "list"], ["push", "list"], ["user", "add", "--id", "99", "--name", "New"], ["user", "remove", "--id", "1"],
+    ["user", "list"], ["push", "list"], ["user", "add", "--id", "99", "--name", "New"],
+    ["user", "remove", "--id", "1"],
     ["user", "token", "--id", "1"], ["serve", "--port", "0"],
   ]
   static let readers: [[String]] = [["user", "list"], ["push", "list"]]
@@ -29,7 +30,9 @@ import Testing
     switch kind {
     case "fifo": #expect(mkfifo(db, 0o600) == 0)
     case "socket":
-      let made = try runBounded("/usr/bin/python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", db], seconds: 60)
+      let made = try runBounded(
+        "/usr/bin/python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", db],
+        seconds: 60)
       try #require(made.status == 0, "\(made.stderr)")
     default: db = "/dev/null"
     }

@@ -10,7 +10,9 @@ import Testing
 /// call the body-completion callback in an endless loop: the relay spun, answered nobody
 /// and ignored SIGTERM. Every child process is bounded in time, so a hang fails the test.
 @Suite(.serialized) struct RelayPipeliningTests {
-  static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("interop/relay_pipelining.py").path
+  static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+    "interop/relay_pipelining.py"
+  ).path
 
   /// Two and three requests in one write, a GET behind a POST and the other way round,
   /// a body in pieces on a kept-alive connection, clients that go away behind pipelined
@@ -23,7 +25,8 @@ import Testing
     let server = try Server(db: db)
     defer { server.stop() }
     let result = try runBounded(
-      "/usr/bin/python3", [Self.script, String(server.port), alice, String(server.process.processIdentifier)], seconds: 90)
+      "/usr/bin/python3", [Self.script, String(server.port), alice, String(server.process.processIdentifier)],
+      seconds: 90)
     #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
     let facts = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
     #expect((facts?["idleCpuSeconds"] as? Double ?? 1) < 0.3, "\(result.stdout)")

@@ -69,7 +69,10 @@ import Testing
   @Test func relayFilesArePrivateUnderAPermissiveUmask() throws {
     let folder = try Folder()
     let db = folder.path + "/relay.db"
-    let add = try runBounded("/bin/sh", ["-c", "umask 000; exec \"$0\" \"$@\"", relayPath, "user", "add", "--db", db, "--id", "1", "--name", "A"], seconds: 60)
+    let add = try runBounded(
+      "/bin/sh",
+      ["-c", "umask 000; exec \"$0\" \"$@\"", relayPath, "user", "add", "--db", db, "--id", "1", "--name", "A"],
+      seconds: 60)
     #expect(add.status == 0, "\(add.stderr)")
     #expect(mode(db) == 0o600)
     #expect(try relay(["user", "add", "--db", db, "--id", "2", "--name", "B"]).status == 0)
@@ -110,17 +113,22 @@ import Testing
     var syncLogs = ""
     for (user, token) in [("2", users.bob), ("1", users.alice)] {
       if user == "1" {
-        let queued = try runBounded(syncPath, ["send", "--data-dir", data, "--user", "1", "--to", "2", secret + "-sent"], seconds: 60)
+        let queued = try runBounded(
+          syncPath, ["send", "--data-dir", data, "--user", "1", "--to", "2", secret + "-sent"], seconds: 60)
         #expect(queued.status == 0, "\(queued.stderr)")
       }
       let run = try runBounded(
         "/usr/bin/env",
-        ["CHAT_SYNC_TOKEN=\(token)", "CHAT_SYNC_SERVER=http://127.0.0.1:\(server.port)", syncPath, "run", "--data-dir", data,
-         "--user", user, "--once", "--deadline", "20"], seconds: 60)
+        [
+          "CHAT_SYNC_TOKEN=\(token)", "CHAT_SYNC_SERVER=http://127.0.0.1:\(server.port)", syncPath, "run", "--data-dir",
+          data,
+          "--user", user, "--once", "--deadline", "20",
+        ], seconds: 60)
       #expect(run.status == 0, "\(run.stderr)")
       syncLogs += run.stdout + run.stderr
     }
-    let history = try runBounded(syncPath, ["history", "--data-dir", data, "--user", "2", "--with", "1", "--json"], seconds: 60)
+    let history = try runBounded(
+      syncPath, ["history", "--data-dir", data, "--user", "2", "--with", "1", "--json"], seconds: 60)
     #expect(history.stdout.contains(secret), "the message reached Bob: \(history.stdout.prefix(300))")
     server.stop()
     let relayLog = try String(contentsOfFile: server.logPath, encoding: .utf8)
@@ -172,7 +180,9 @@ final class LoggedServer {
     logPath = folder.path + "/serve-\(UUID().uuidString).log"
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", (umaskZero ? "umask 000; " : "") + "exec \"$0\" \"$@\"", relayPath, "serve", "--db", db, "--port", "0"]
+    process.arguments = [
+      "-c", (umaskZero ? "umask 000; " : "") + "exec \"$0\" \"$@\"", relayPath, "serve", "--db", db, "--port", "0",
+    ]
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
     process.standardOutput = FileHandle.nullDevice
     try process.run()

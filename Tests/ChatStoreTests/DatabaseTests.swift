@@ -142,10 +142,15 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
   @Test("Swift convenience types bind to the expected storage classes")
   func convertibleTypes() throws {
     let db = try Database(path: ":memory:")
-    let values: [any DatabaseValueConvertible] = [Int(42), Int32(-7), Int64.max, true, false, 2.5, "s", [UInt8]([1, 2])]
+    let values: [any DatabaseValueConvertible] = [
+      Int(42), Int32(-7), Int64.max, true, false, 2.5, "s", [UInt8]([1, 2]),
+    ]
     let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
     let row = try #require(try db.prepare("SELECT \(marks)").first(values) { $0.values })
-    #expect(row == [.integer(42), .integer(-7), .integer(.max), .integer(1), .integer(0), .real(2.5), .text("s"), .blob([1, 2])])
+    #expect(
+      row == [
+        .integer(42), .integer(-7), .integer(.max), .integer(1), .integer(0), .real(2.5), .text("s"), .blob([1, 2]),
+      ])
   }
 
   @Test("execute runs several statements, skipping comments and blank space")
@@ -169,7 +174,8 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
   func executeBatchError() throws {
     let db = try Database(path: ":memory:")
     do {
-      try db.execute("CREATE TABLE a (x); INSERT INTO a VALUES (1); INSERT INTO missing VALUES (2); INSERT INTO a VALUES (3);")
+      try db.execute(
+        "CREATE TABLE a (x); INSERT INTO a VALUES (1); INSERT INTO missing VALUES (2); INSERT INTO a VALUES (3);")
       Issue.record("expected an error")
     } catch let error as SQLiteError {
       #expect(error.code == 1)
@@ -224,8 +230,12 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
 
   @Test("A description shows arguments only when asked to")
   func descriptionArgumentsFlag() {
-    var error = SQLiteError(code: 2067, message: "UNIQUE constraint failed: m.body", sql: "INSERT INTO m\n  VALUES (?)", arguments: [.text("secret")])
-    #expect(error.description == "SQLite error 19: UNIQUE constraint failed: m.body - while executing `INSERT INTO m VALUES (?)`")
+    var error = SQLiteError(
+      code: 2067, message: "UNIQUE constraint failed: m.body", sql: "INSERT INTO m\n  VALUES (?)",
+      arguments: [.text("secret")])
+    #expect(
+      error.description
+        == "SQLite error 19: UNIQUE constraint failed: m.body - while executing `INSERT INTO m VALUES (?)`")
     error.includeArguments = true
     #expect(error.description.contains("secret"))
   }
@@ -245,7 +255,9 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     }
   }
 
-  @Test("Opening a file that is not a database fails with a not-a-database error", arguments: [Database.Mode.readWrite, .readOnly, .create])
+  @Test(
+    "Opening a file that is not a database fails with a not-a-database error",
+    arguments: [Database.Mode.readWrite, .readOnly, .create])
   func notADatabase(_ mode: Database.Mode) throws {
     try withTemporaryDirectory { dir in
       let path = dir + "/random.db"
@@ -280,7 +292,9 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     }
   }
 
-  @Test("A read-write file is in WAL mode with foreign_keys=1 and synchronous=1 (NORMAL)", arguments: [Database.Mode.create, .readWrite])
+  @Test(
+    "A read-write file is in WAL mode with foreign_keys=1 and synchronous=1 (NORMAL)",
+    arguments: [Database.Mode.create, .readWrite])
   func pragmas(_ mode: Database.Mode) throws {
     try withTemporaryDirectory { dir in
       let path = dir + "/p.db"
@@ -323,7 +337,9 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
       let insert = try db.prepare("INSERT INTO t (id, body, data) VALUES (?, ?, ?)")
       try db.write { _ in
         for i in 1...500 {
-          try insert.execute([i, "row \(i) 🌍 " + String(repeating: "x", count: i), [UInt8](repeating: UInt8(i & 0xFF), count: i % 7)])
+          try insert.execute([
+            i, "row \(i) 🌍 " + String(repeating: "x", count: i), [UInt8](repeating: UInt8(i & 0xFF), count: i % 7),
+          ])
         }
       }
       // Uncommitted work on the source is not in the copy.
@@ -483,7 +499,9 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     try db.execute("CREATE VIRTUAL TABLE f USING fts5(content); INSERT INTO f (f, rank) VALUES ('automerge', 0)")
     for batch in 0..<8 {
       try db.inTransaction { db in
-        for row in 0..<500 { try db.execute("INSERT INTO f (content) VALUES (?)", ["word\(row % 50) batch\(batch) row\(row) common"]) }
+        for row in 0..<500 {
+          try db.execute("INSERT INTO f (content) VALUES (?)", ["word\(row % 50) batch\(batch) row\(row) common"])
+        }
         return .commit
       }
     }
@@ -509,7 +527,8 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
     try db.execute("INSERT INTO f (f, rank) VALUES ('integrity-check', 0)")
   }
 
-  @Test("collectingInsertedRowIDs lists the rows inserted into one table, in order, as RETURNING would, and stops after")
+  @Test(
+    "collectingInsertedRowIDs lists the rows inserted into one table, in order, as RETURNING would, and stops after")
   func insertedRowIDsAreCollected() throws {
     let db = try Database(path: ":memory:")
     try db.execute(

@@ -48,7 +48,9 @@ enum Fixture {
   /// The search indexes (0005) and their FTS5 shadow tables are filled the same way.
   static let derivedTables: Set<String> = Set(
     ["ConversationSummaries", "ConversationSummaryRefresh", "SearchStash"]
-      + ["MessageSearch", "MessageSearchCJK", "RequestSearch"].flatMap { [$0] + ["_data", "_idx", "_config"].map($0.appending) })
+      + ["MessageSearch", "MessageSearchCJK", "RequestSearch"].flatMap {
+        [$0] + ["_data", "_idx", "_config"].map($0.appending)
+      })
   /// Tables that hold no rows between statements.
   static let workTables: Set<String> = ["ConversationSummaryRefresh", "SearchStash"]
 
@@ -63,45 +65,66 @@ enum Fixture {
       (
         "Users",
         [
-          ["id": .integer(owner), "name": .text("Owner Ada"), "avatar_url": .text("https://example.com/a.png"),
-            "last_connected_at": .text("2024-01-01T00:00:00Z")],
+          [
+            "id": .integer(owner), "name": .text("Owner Ada"), "avatar_url": .text("https://example.com/a.png"),
+            "last_connected_at": .text("2024-01-01T00:00:00Z"),
+          ],
           ["id": .integer(a), "name": .text("李小龍"), "avatar_url": .null, "last_connected_at": .null],
           ["id": .integer(b), "name": .text("Zoe\u{301} 👩‍💻"), "avatar_url": .text(""), "last_connected_at": .null],
-          ["id": .integer(c), "name": .text("مرحبا O'Brien"), "avatar_url": .null,
-            "last_connected_at": .text("2024-02-29T23:59:59Z")],
+          [
+            "id": .integer(c), "name": .text("مرحبا O'Brien"), "avatar_url": .null,
+            "last_connected_at": .text("2024-02-29T23:59:59Z"),
+          ],
         ]
       ),
       (
         "Messages",
         [
-          ["id": .integer(1), "from_user_id": .integer(owner), "to_user_id": .integer(a), "content": .text("hi 你好"),
+          [
+            "id": .integer(1), "from_user_id": .integer(owner), "to_user_id": .integer(a), "content": .text("hi 你好"),
             "status": .text("SYNCED"), "created_at": .text("2024-01-01T10:00:00Z"), "conversation_id": .integer(a),
-            "request_id": .integer(10)],
-          ["id": .integer(2), "from_user_id": .integer(a), "to_user_id": .integer(owner), "content": .text("🎉🏳️‍🌈"),
-            "status": .text("DELIVERED"), "created_at": .text("2024-01-01T10:01:00Z"), "conversation_id": .integer(a)],
-          ["id": .integer(3), "from_user_id": .integer(owner), "to_user_id": .integer(b), "content": .text(""),
+            "request_id": .integer(10),
+          ],
+          [
+            "id": .integer(2), "from_user_id": .integer(a), "to_user_id": .integer(owner), "content": .text("🎉🏳️‍🌈"),
+            "status": .text("DELIVERED"), "created_at": .text("2024-01-01T10:01:00Z"), "conversation_id": .integer(a),
+          ],
+          [
+            "id": .integer(3), "from_user_id": .integer(owner), "to_user_id": .integer(b), "content": .text(""),
             "status": .text("READ"), "created_at": .text("2024-01-02T10:00:00Z"), "conversation_id": .integer(b),
-            "request_id": .null],
-          ["id": .integer(4), "from_user_id": .integer(b), "to_user_id": .integer(owner),
+            "request_id": .null,
+          ],
+          [
+            "id": .integer(4), "from_user_id": .integer(b), "to_user_id": .integer(owner),
             "content": .text("line one\nline two, e\u{301} vs é"), "status": .text("SYNCED"),
-            "created_at": .text("2024-01-02T10:05:00Z"), "conversation_id": .integer(b)],
-          ["id": .integer(5), "from_user_id": .integer(c), "to_user_id": .integer(owner),
+            "created_at": .text("2024-01-02T10:05:00Z"), "conversation_id": .integer(b),
+          ],
+          [
+            "id": .integer(5), "from_user_id": .integer(c), "to_user_id": .integer(owner),
             "content": .text(String(repeating: "long ", count: 2000)), "status": .text("READ"),
-            "created_at": .text("2024-01-03T00:00:00Z"), "conversation_id": .integer(c)],
+            "created_at": .text("2024-01-03T00:00:00Z"), "conversation_id": .integer(c),
+          ],
         ]
       ),
       (
         "MessageRequests",
         [
-          ["request_id": .integer(1), "to_user_id": .integer(a), "content": .text("pending 待定"),
+          [
+            "request_id": .integer(1), "to_user_id": .integer(a), "content": .text("pending 待定"),
             "status": .text("PENDING"), "last_modified_at": .text("2024-01-04T00:00:00Z"), "last_sent_at": .null,
-            "fail_count": .null, "created_at": .text("2024-01-04T00:00:00Z")],
-          ["request_id": .integer(2), "to_user_id": .integer(c), "content": .text("retry"), "status": .text("FAILED"),
+            "fail_count": .null, "created_at": .text("2024-01-04T00:00:00Z"),
+          ],
+          [
+            "request_id": .integer(2), "to_user_id": .integer(c), "content": .text("retry"), "status": .text("FAILED"),
             "last_modified_at": .text("2024-01-04T00:00:01Z"), "last_sent_at": .text("2024-01-04T00:00:02Z"),
             "fail_count": .integer(3), "created_at": .text("2024-01-03T23:00:00Z"),
-            "next_attempt_at": .text("2024-01-04T00:05:00Z"), "fail_reason": .text("offline ✈︎")],
-          ["request_id": .integer(3), "to_user_id": .integer(b), "content": .text("draft e\u{301}"), "status": .text("DRAFT"),
-            "last_modified_at": .text("2024-01-05T00:00:00Z"), "last_sent_at": .null, "fail_count": .integer(0)],
+            "next_attempt_at": .text("2024-01-04T00:05:00Z"), "fail_reason": .text("offline ✈︎"),
+          ],
+          [
+            "request_id": .integer(3), "to_user_id": .integer(b), "content": .text("draft e\u{301}"),
+            "status": .text("DRAFT"),
+            "last_modified_at": .text("2024-01-05T00:00:00Z"), "last_sent_at": .null, "fail_count": .integer(0),
+          ],
         ]
       ),
       (
@@ -161,7 +184,8 @@ enum Fixture {
     let missing = tables.subtracting(known).subtracting(derivedTables)
     if !missing.isEmpty {
       throw FixtureError(
-        "the fixture has no rows for table(s) \(missing.sorted()); add them to Fixture.rows so migrations are tested with data in every table")
+        "the fixture has no rows for table(s) \(missing.sorted()); add them to Fixture.rows so migrations are tested with data in every table"
+      )
     }
     try db.write { db in
       for (table, rows) in data where tables.contains(table) {
@@ -172,8 +196,13 @@ enum Fixture {
 
   /// Inserts `rows` into `table`, using only the columns the table has.
   static func insert(_ rows: [[String: DatabaseValue]], into table: String, _ db: Database) throws {
-    struct Column { var name: String; var required: Bool }
-    let columns = try db.query("SELECT name, \"notnull\", dflt_value IS NULL, pk FROM pragma_table_info(?) ORDER BY cid", [table]) {
+    struct Column {
+      var name: String
+      var required: Bool
+    }
+    let columns = try db.query(
+      "SELECT name, \"notnull\", dflt_value IS NULL, pk FROM pragma_table_info(?) ORDER BY cid", [table]
+    ) {
       Column(name: $0.string(0), required: $0.int(1) == 1 && $0.int(2) == 1 && $0.int(3) == 0)
     }
     for row in rows {
@@ -187,11 +216,15 @@ enum Fixture {
     }
   }
 
-  static func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+  static func quote(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  }
 
   /// User tables (not `sqlite_*`), sorted.
   static func userTables(_ db: Database) throws -> [String] {
-    try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") { $0.string(0) }
+    try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") {
+      $0.string(0)
+    }
   }
 
   /// Column names of `table`, in order.
@@ -210,7 +243,8 @@ enum Fixture {
   static func snapshot(_ db: Database) throws -> [String: TableContent] {
     var result: [String: TableContent] = [:]
     // FTS5 tables are read through their shadow tables (a contentless one cannot be scanned).
-    let virtual = Set(try db.query("SELECT name FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'") { $0.string(0) })
+    let virtual = Set(
+      try db.query("SELECT name FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'") { $0.string(0) })
     for table in try userTables(db) where table != Migrator.recordsTable && !virtual.contains(table) {
       let columns = try columns(of: table, db)
       result[table] = TableContent(columns: columns, rows: try content(of: table, columns: columns, db))
@@ -265,7 +299,8 @@ func expectStoreError(
     #expect(error.kind == kind, "\(error.message)", sourceLocation: sourceLocation)
     return error
   } catch {
-    Issue.record("expected a StoreError of kind \(kind), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+    Issue.record(
+      "expected a StoreError of kind \(kind), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
     return nil
   }
 }

@@ -11,7 +11,8 @@ import Testing
   /// `Migrations/*.sql` on disk, sorted by name, with their text.
   static func filesOnDisk() throws -> [(name: String, text: String)] {
     let folder = packageRoot.appendingPathComponent("Migrations")
-    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
+    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }
+      .sorted()
     return try names.map { ($0, try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)) }
   }
 
@@ -32,7 +33,9 @@ import Testing
   func shippedTextMatchesDisk() throws {
     let disk = try Self.filesOnDisk()
     for (migration, file) in zip(Migration.shipped, disk) {
-      #expect(migration.sql == file.text, "\(file.name): embedded \(migration.sql.utf8.count) bytes, file \(file.text.utf8.count) bytes")
+      #expect(
+        migration.sql == file.text,
+        "\(file.name): embedded \(migration.sql.utf8.count) bytes, file \(file.text.utf8.count) bytes")
     }
   }
 
@@ -100,7 +103,10 @@ import Testing
 
   @Test(
     "A bad file name is refused",
-    arguments: ["1_x.sql", "0001.sql", "abcd_x.sql", "0001_x.txt", "0001_.sql", "0000_x.sql", "00001_x.sql", "_x.sql", "0001_x.sql.bak", "+001_x.sql", "-001_x.sql", " 001_x.sql"])
+    arguments: [
+      "1_x.sql", "0001.sql", "abcd_x.sql", "0001_x.txt", "0001_.sql", "0000_x.sql", "00001_x.sql", "_x.sql",
+      "0001_x.sql.bak", "+001_x.sql", "-001_x.sql", " 001_x.sql",
+    ])
   func badFileName(_ name: String) {
     let error = expectStoreError(.schemaMismatch) { _ = try Migration(fileName: name, sql: "SELECT 1;") }
     #expect(error?.message.contains(name) == true)
@@ -117,7 +123,9 @@ import Testing
     #expect(try Migration.validated([]).isEmpty)
   }
 
-  @Test("validated refuses gaps, repeats and a set that does not start at 1", arguments: [[1, 3], [1, 2, 2], [2, 3], [1, 1], [2]])
+  @Test(
+    "validated refuses gaps, repeats and a set that does not start at 1",
+    arguments: [[1, 3], [1, 2, 2], [2, 3], [1, 1], [2]])
   func validatedRefuses(_ versions: [Int]) throws {
     let set = try versions.enumerated().map { try Self.migration($0.element, "m\($0.offset)") }
     _ = expectStoreError(.schemaMismatch) { _ = try Migration.validated(set) }
@@ -139,7 +147,9 @@ import Testing
 
   @Test("SHA-256 of one million 'a'")
   func sha256Million() {
-    #expect(SHA256.hex([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    #expect(
+      SHA256.hex([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
+        == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
   }
 
   @Test("SHA-256 around the padding boundaries (55, 56, 63, 64 bytes) differs per length and is stable")

@@ -28,7 +28,9 @@ import Testing
 
   // MARK: - Every version to the latest
 
-  @Test("Every shipped version migrates to the latest: no row lost, same schema as a fresh file", arguments: Array(0...Fixture.latest))
+  @Test(
+    "Every shipped version migrates to the latest: no row lost, same schema as a fresh file",
+    arguments: Array(0...Fixture.latest))
   func migratesFrom(_ version: Int) throws {
     try withTemporaryDirectory { dir in
       let latest = Self.latest
@@ -132,7 +134,9 @@ import Testing
         #expect(try Fixture.recordedVersions(ofFileAt: path) == Array(1...target))
       }
       // created says whether the run made the file.
-      #expect(report.created == FileSystem.exists(path), "created is \(report.created) but the file exists: \(FileSystem.exists(path))")
+      #expect(
+        report.created == FileSystem.exists(path),
+        "created is \(report.created) but the file exists: \(FileSystem.exists(path))")
       let rest = try Migrator().migrate(fileAt: path)
       #expect(rest.applied == Array(Migration.shipped.dropFirst(target)))
     }
@@ -241,7 +245,9 @@ import Testing
     let db = try Database(path: path, mode: .create)
     _ = try Migrator().apply([Migration.shipped[0]], to: db, owner: nil)
     let users = Set(messages.flatMap { [$0.0, $0.1] } + requests)
-    for user in users.sorted() { try db.execute("INSERT INTO Users (id, name) VALUES (?, ?)", [user, "user \(user) ✓"]) }
+    for user in users.sorted() {
+      try db.execute("INSERT INTO Users (id, name) VALUES (?, ?)", [user, "user \(user) ✓"])
+    }
     for (i, m) in messages.enumerated() {
       try db.execute(
         "INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at) VALUES (?, ?, ?, ?, 'sent', '2024-01-01')",
@@ -327,12 +333,16 @@ import Testing
       _ = try migrator.migrate(fileAt: path, to: target, backup: backup)
     }
     if let error {
-      #expect(error.message.contains(path), "the message names the file: \(error.message)", sourceLocation: sourceLocation)
+      #expect(
+        error.message.contains(path), "the message names the file: \(error.message)", sourceLocation: sourceLocation)
       #expect(error.path == path, sourceLocation: sourceLocation)
     }
-    #expect(FileManager.default.contents(atPath: path) == bytes, "the file is untouched", sourceLocation: sourceLocation)
+    #expect(
+      FileManager.default.contents(atPath: path) == bytes, "the file is untouched", sourceLocation: sourceLocation)
     let dir = (path as NSString).deletingLastPathComponent
-    #expect(try fileNames(in: dir).filter { $0.contains(".bak") || $0.contains(".tmp-") }.isEmpty, sourceLocation: sourceLocation)
+    #expect(
+      try fileNames(in: dir).filter { $0.contains(".bak") || $0.contains(".tmp-") }.isEmpty,
+      sourceLocation: sourceLocation)
     return error
   }
 
@@ -359,7 +369,8 @@ import Testing
     try withTemporaryDirectory { dir in
       let path = try Fixture.makeFile(at: version, in: dir, owner: Self.owner)
       let drifted = Migration.shipped[version - 1]
-      try Database(path: path).execute("UPDATE chatdb_migrations SET checksum = ? WHERE version = ?", [String(repeating: "f", count: 64), version])
+      try Database(path: path).execute(
+        "UPDATE chatdb_migrations SET checksum = ? WHERE version = ?", [String(repeating: "f", count: 64), version])
       let status = try Migrator().status(ofFileAt: path)
       #expect(status.drift.map(\.version) == [version])
       #expect(!status.isCurrent)
@@ -413,9 +424,12 @@ import Testing
     let path = try Fixture.makeFile(at: 1, in: dir, owner: owner)
     let db = try Database(path: path)
     let insert = try db.prepare(
-      "INSERT INTO Messages (from_user_id, to_user_id, content, status, created_at) VALUES (?, ?, ?, 'sent', '2024-01-01')")
+      "INSERT INTO Messages (from_user_id, to_user_id, content, status, created_at) VALUES (?, ?, ?, 'sent', '2024-01-01')"
+    )
     try db.write { _ in
-      for i in 0..<3000 { try insert.execute([owner, Fixture.others[i % 3], "message \(i) " + String(repeating: "🙂", count: 60)]) }
+      for i in 0..<3000 {
+        try insert.execute([owner, Fixture.others[i % 3], "message \(i) " + String(repeating: "🙂", count: 60)])
+      }
     }
     return path
   }
@@ -573,12 +587,18 @@ import Testing
   static func customMigrator(second sql: String) throws -> Migrator {
     try Migrator(
       migrations: Migration.validated([
-        Migration(fileName: "0001_first.sql", sql: "CREATE TABLE a (id INTEGER PRIMARY KEY);\nCREATE TABLE k (a_id INTEGER REFERENCES a(id));\nINSERT INTO a VALUES (1);\nINSERT INTO k VALUES (1);"),
+        Migration(
+          fileName: "0001_first.sql",
+          sql:
+            "CREATE TABLE a (id INTEGER PRIMARY KEY);\nCREATE TABLE k (a_id INTEGER REFERENCES a(id));\nINSERT INTO a VALUES (1);\nINSERT INTO k VALUES (1);"
+        ),
         Migration(fileName: "0002_second.sql", sql: sql),
       ]))
   }
 
-  @Test("A failing migration is rolled back and named; the file stays at the version before", arguments: badSecondMigrations.map(\.label))
+  @Test(
+    "A failing migration is rolled back and named; the file stays at the version before",
+    arguments: badSecondMigrations.map(\.label))
   func failingMigration(_ label: String) throws {
     let sql = try #require(Self.badSecondMigrations.first { $0.label == label }?.sql)
     try withTemporaryDirectory { dir in
@@ -663,7 +683,8 @@ import Testing
   /// A folder for an exit test, made and removed by the parent process (a crashing
   /// child cannot clean up).
   static func makeExitTestDirectory() -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("chatstore-tests-\(UUID().uuidString)").path
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("chatstore-tests-\(UUID().uuidString)")
+      .path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
   }
@@ -716,7 +737,9 @@ import Testing
       for round in 0..<10 {
         let path = Fixture.path(owner: 100 + Int64(round), in: dir)
         let results = Results()
-        DispatchQueue.concurrentPerform(iterations: 2) { _ in results.add(Result { try Migrator().migrate(fileAt: path) }) }
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+          results.add(Result { try Migrator().migrate(fileAt: path) })
+        }
         let reports = try results.all.map { try $0.get() }
         #expect(reports.map(\.toVersion) == [Fixture.latest, Fixture.latest])
         #expect(reports.filter(\.created).count == 1, "round \(round): one of them created it")

@@ -40,7 +40,9 @@ import Testing
       if index > 0 { path += String(repeating: "/", count: Int.random(in: 1...3, using: &rng)) }
       path += pieces.randomElement(using: &rng)!
     }
-    if Int.random(in: 0..<4, using: &rng) == 0 { path += String(repeating: "/", count: Int.random(in: 1...3, using: &rng)) }
+    if Int.random(in: 0..<4, using: &rng) == 0 {
+      path += String(repeating: "/", count: Int.random(in: 1...3, using: &rng))
+    }
     return path
   }
 

@@ -66,7 +66,8 @@ import Testing
     try insert.bindNull(at: 1)
     try insert.step()
     insert.reset()
-    #expect(try db.query("SELECT x FROM t ORDER BY rowid") { $0.value(0) } == [.text("kept"), .text("kept"), .null, .null])
+    #expect(
+      try db.query("SELECT x FROM t ORDER BY rowid") { $0.value(0) } == [.text("kept"), .text("kept"), .null, .null])
   }
 
   @Test("A statement that fails can run again after its error")

@@ -17,7 +17,10 @@ import Testing
 
   @Test(
     "parseUserID accepts plain decimal ids",
-    arguments: [("1", Int64(1)), ("42", 42), ("10", 10), ("9223372036854775807", .max), ("1000000000000000000", 1_000_000_000_000_000_000)])
+    arguments: [
+      ("1", Int64(1)), ("42", 42), ("10", 10), ("9223372036854775807", .max),
+      ("1000000000000000000", 1_000_000_000_000_000_000),
+    ])
   func parseUserIDAccepts(_ text: String, _ value: Int64) {
     #expect(StoreLocation.parseUserID(text) == value)
   }
@@ -57,7 +60,8 @@ import Testing
       ]
       for name in names { _ = FileManager.default.createFile(atPath: dir + "/" + name, contents: Data()) }
       let files = try StoreLocation.databaseFiles(in: dir)
-      #expect(files == ["chats-1.db", "chats-2.db", "chats-9.db", "chats-10.db", "chats-100.db"].map { dir + "/" + $0 })
+      #expect(
+        files == ["chats-1.db", "chats-2.db", "chats-9.db", "chats-10.db", "chats-100.db"].map { dir + "/" + $0 })
     }
   }
 

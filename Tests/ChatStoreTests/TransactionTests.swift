@@ -20,7 +20,9 @@ struct Boom: Error, Equatable {
 
   func values(_ db: Database) throws -> [Int] { try db.query("SELECT x FROM t ORDER BY x") { $0.int(0) } }
 
-  @Test("A committed transaction is visible to another connection", arguments: [Database.TransactionKind.deferred, .immediate, .exclusive])
+  @Test(
+    "A committed transaction is visible to another connection",
+    arguments: [Database.TransactionKind.deferred, .immediate, .exclusive])
   func commit(_ kind: Database.TransactionKind) throws {
     try withTable { db, path in
       try db.inTransaction(kind) { db in

@@ -26,7 +26,8 @@ import Testing
     Maintenance(name: "index apply") { db, _, _ in ["index", "apply", "--db", db] },
     Maintenance(name: "migrate") { db, _, _ in ["migrate", "--db", db] },
     Maintenance(name: "check --full") { db, _, _ in ["check", "--full", "--db", db] },
-    Maintenance(name: "export") { db, folder, run in ["export", "--db", db, "-o", folder + "/export-\(run).ndjson.zst"] },
+    Maintenance(name: "export") { db, folder, run in ["export", "--db", db, "-o", folder + "/export-\(run).ndjson.zst"]
+    },
     Maintenance(name: "import") { db, folder, _ in ["import", "--db", db, folder + "/before.ndjson.zst"] },
   ]
 
@@ -41,7 +42,8 @@ import Testing
       defer { relay.stop() }
       let a = try Client(1, name: "Ada", relay: relay, folder: folder)
       let b = try Client(2, name: "Bob", relay: relay, folder: folder)
-      let generated = try tool("chatdb", ["generate", "--db", b.db, "--contacts", "20", "--messages", "4000", "--seed", "5"])
+      let generated = try tool(
+        "chatdb", ["generate", "--db", b.db, "--contacts", "20", "--messages", "4000", "--seed", "5"])
       try #require(generated.status == 0, "\(generated.stderr)")
       let before = try tool("chatdb", ["export", "--db", b.db, "-o", folder + "/before.ndjson.zst"])
       try #require(before.status == 0, "\(before.stderr)")
@@ -82,8 +84,10 @@ import Testing
           && Set(try relayIDs(relay, to: 2)).isSubset(of: Set(try b.messages("from_user_id = 1").map(\.id)))
           && relayUnacknowledged(relay, to: 2) == 0
       }
-      let onRelay = try relayIDs(relay, to: 2), onB = Set(try b.messages("from_user_id = 1").map(\.id))
-      let unacknowledged = try relayUnacknowledged(relay, to: 2), outboxLeft = try a.count("SELECT count(*) FROM MessageRequests")
+      let onRelay = try relayIDs(relay, to: 2)
+      let onB = Set(try b.messages("from_user_id = 1").map(\.id))
+      let unacknowledged = try relayUnacknowledged(relay, to: 2)
+      let outboxLeft = try a.count("SELECT count(*) FROM MessageRequests")
       #expect(
         arrived,
         """
@@ -97,12 +101,17 @@ import Testing
 
       #expect(runs.count >= 3, "\(command.name) ran \(runs.count) time(s)")
       for (run, out) in runs.enumerated() {
-        #expect(out.status == 0, "\(command.name) run \(run): exit \(out.status): \(out.stdout.suffix(500)) \(out.stderr)")
+        #expect(
+          out.status == 0, "\(command.name) run \(run): exit \(out.status): \(out.stdout.suffix(500)) \(out.stderr)")
         #expect(!mentionsLock(out.stderr + out.stdout), "\(command.name) run \(run): \(out.stderr)")
       }
       for client in [a, b] {
-        let logs = try (1...1).map { try String(contentsOfFile: client.folder + "/run-\($0).log", encoding: .utf8) }.joined()
-        #expect(!mentionsLock(logs), "chat-sync for user \(client.id): \(logs.split(separator: "\n").filter { mentionsLock(String($0)) }.prefix(5))")
+        let logs = try (1...1).map { try String(contentsOfFile: client.folder + "/run-\($0).log", encoding: .utf8) }
+          .joined()
+        #expect(
+          !mentionsLock(logs),
+          "chat-sync for user \(client.id): \(logs.split(separator: "\n").filter { mentionsLock(String($0)) }.prefix(5))"
+        )
       }
       let check = try tool("chatdb", ["check", "--full", "--db", b.db])
       #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
@@ -157,7 +166,8 @@ import Testing
       #expect(await waitUntil(20) { b.log.contains("sync: ") })
       let current = try tool("chatdb", ["migrate", "--db", b.db], seconds: 30)
       #expect(current.status == 0 && !mentionsLock(current.stderr), "\(current.stderr)")
-      let down = try tool("chatdb", ["migrate", "--db", b.db, "--to", String(Migration.shipped.count - 1)], seconds: 30)
+      let down = try tool(
+        "chatdb", ["migrate", "--db", b.db, "--to", String(Migration.shipped.count - 1)], seconds: 30)
       #expect(down.status == 12, "\(down.stderr)")
       try b.stop()
       try chatdbCheck(b.db)
@@ -188,7 +198,9 @@ import Testing
       #expect {
         _ = try ChatRepository(database: Database(path: db), ownerID: 1)
       } throws: { ($0 as? StoreError)?.kind == .newerSchema }
-      for arguments in [["run", "--once"], ["run"], ["send", "--to", "2", "hi"], ["status"], ["history", "--with", "2"]] {
+      for arguments in [
+        ["run", "--once"], ["run"], ["send", "--to", "2", "hi"], ["status"], ["history", "--with", "2"],
+      ] {
         let out = try tool(
           "chat-sync", [arguments[0], "--data-dir", folder, "--user", "1"] + arguments.dropFirst(),
           environment: ["CHAT_SYNC_SERVER": "http://127.0.0.1:9", "CHAT_SYNC_TOKEN": "t"], seconds: 20)
@@ -261,7 +273,9 @@ final class HeldFile: @unchecked Sendable {
   var isClosed: Bool {
     guard lock.withLock({ database == nil }) else { return false }
     let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return !descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path }
+    return !descriptors.contains {
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path
+    }
   }
 
   /// Closes the connection `seconds` from now, on a new thread. This is the only
@@ -277,20 +291,24 @@ final class HeldFile: @unchecked Sendable {
 /// What a user must never see: SQLite's lock errors reaching them.
 func mentionsLock(_ text: String) -> Bool {
   let lower = text.lowercased()
-  return lower.contains("locked") || lower.contains("sqlite_busy") || lower.contains("database is busy") || lower.contains("error 5")
+  return lower.contains("locked") || lower.contains("sqlite_busy") || lower.contains("database is busy")
+    || lower.contains("error 5")
 }
 
 /// The ids of the messages the relay accepted for `user` (it keeps each request's
 /// message for its deduplication window).
 func relayIDs(_ relay: RelayProcess, to user: Int64) throws -> [Int64] {
-  try Database(path: relay.db, mode: .readOnly).query("SELECT message_id FROM RelayRequests WHERE to_user_id = ? ORDER BY message_id", [user]) {
+  try Database(path: relay.db, mode: .readOnly).query(
+    "SELECT message_id FROM RelayRequests WHERE to_user_id = ? ORDER BY message_id", [user]
+  ) {
     $0.int64(0)
   }
 }
 
 /// Messages for `user` the relay still waits to see acknowledged.
 func relayUnacknowledged(_ relay: RelayProcess, to user: Int64) throws -> Int64 {
-  try Database(path: relay.db, mode: .readOnly).int64("SELECT count(*) FROM RelayMessages WHERE to_user_id = ?", [user]) ?? 0
+  try Database(path: relay.db, mode: .readOnly).int64("SELECT count(*) FROM RelayMessages WHERE to_user_id = ?", [user])
+    ?? 0
 }
 
 /// The writer's side of the same promise, without processes: another program holds the
@@ -306,7 +324,8 @@ func relayUnacknowledged(_ relay: RelayProcess, to user: Int64) throws -> Int64 
       let lines = LogLines()
       var options = SyncEngine.Options.test
       options.log = { lines.append($0) }
-      let engine = SyncEngine(repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: options)
+      let engine = SyncEngine(
+        repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: options)
       let other = try Database(path: path)
       try other.execute("BEGIN IMMEDIATE")
       let release = Task.detached {

@@ -6,10 +6,13 @@ import Testing
 
 /// A temporary data folder, removed afterwards.
 func withDataFolder<T>(_ body: (String) async throws -> T) async throws -> T {
-  let url = FileManager.default.temporaryDirectory.appendingPathComponent("chatsync-tests-\(UUID().uuidString)", isDirectory: true)
+  let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "chatsync-tests-\(UUID().uuidString)", isDirectory: true)
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
   // KEEP_TEST_DATA=1 keeps the folder (logs, files) for a look after a failure.
-  defer { if ProcessInfo.processInfo.environment["KEEP_TEST_DATA"] == nil { try? FileManager.default.removeItem(at: url) } }
+  defer {
+    if ProcessInfo.processInfo.environment["KEEP_TEST_DATA"] == nil { try? FileManager.default.removeItem(at: url) }
+  }
   return try await body(url.path)
 }
 
@@ -53,14 +56,18 @@ final class ScriptedRelay: Sendable {
 
   func answer(_ call: HTTPCall) -> HTTPReply {
     if call.method == "GET", call.path.hasPrefix("/v1/messages") {
-      let page = state.withLock { $0.syncPages.isEmpty ? #"{"messages":[],"hasMore":false,"statusUpdates":[]}"# : $0.syncPages.removeFirst() }
+      let page = state.withLock {
+        $0.syncPages.isEmpty ? #"{"messages":[],"hasMore":false,"statusUpdates":[]}"# : $0.syncPages.removeFirst()
+      }
       return HTTPReply(status: 200, body: Array(page.utf8))
     }
     if call.method == "GET", call.path == "/v1/me" {
-      return HTTPReply(status: 200, body: Array(#"{"user":{"id":1,"name":"Ann","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
+      return HTTPReply(
+        status: 200, body: Array(#"{"user":{"id":1,"name":"Ann","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
     }
     if call.method == "GET", call.path.hasPrefix("/v1/users") {
-      return HTTPReply(status: 200, body: Array(#"{"users":[{"id":9,"name":"Nine","avatarUrl":null,"lastConnectedAt":null}]}"#.utf8))
+      return HTTPReply(
+        status: 200, body: Array(#"{"users":[{"id":9,"name":"Nine","avatarUrl":null,"lastConnectedAt":null}]}"#.utf8))
     }
     struct Post: Decodable {
       var requestId: Int64

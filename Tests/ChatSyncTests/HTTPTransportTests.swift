@@ -23,12 +23,14 @@ import Testing
           return response
         case "/v1/throttled":
           return HTTPResponse(
-            status: 429, body: Array(#"{"error":{}}"#.utf8), headers: [("Retry-After", "2"), ("Idempotent-Replayed", "true")])
+            status: 429, body: Array(#"{"error":{}}"#.utf8),
+            headers: [("Retry-After", "2"), ("Idempotent-Replayed", "true")])
         default:
           break
         }
         let sum = request.body.reduce(0) { $0 &+ Int($1) }
-        let text = "method=\(request.method)\npath=\(request.path)\nlength=\(request.body.count)\nsum=\(sum)\nauth=\(request.headers["authorization"] ?? "")"
+        let text =
+          "method=\(request.method)\npath=\(request.path)\nlength=\(request.body.count)\nsum=\(sum)\nauth=\(request.headers["authorization"] ?? "")"
         return HTTPResponse(status: 200, contentType: "text/plain", body: Array(text.utf8))
       })
     let server = try RelayServer(port: 0, handlers: handlers)
@@ -59,7 +61,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let sizes = [0, 1, 200, 1_023, 1_025, 3_000, 16_385, 70_000]
     let failures = try await withThrowingTaskGroup(of: [String].self) { group in
       for worker in 0..<6 {
@@ -93,7 +96,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let reply = try await transport.send(HTTPCall(method: "GET", path: "/v1/messages?lastSyncedMessage=3&limit=2"))
     #expect(reply.status == 200)
     #expect(reply.headers["content-type"] == "text/plain")
@@ -119,7 +123,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let reply = try await transport.send(HTTPCall(method: "POST", path: "/v1/throttled", body: Array("{}".utf8)))
     #expect(reply.status == 429)
     #expect(reply.headers["retry-after"] == "2")
@@ -134,7 +139,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let error = await #expect(throws: TransportError.self) {
       try await transport.send(HTTPCall(method: "POST", path: "/v1/drop?x=1", body: [1, 2, 3]))
     }
@@ -148,7 +154,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let error = await #expect(throws: TransportError.self) {
       try await transport.send(HTTPCall(method: "GET", path: "/v1/never", timeout: 1))
     }
@@ -163,7 +170,8 @@ import Testing
       server.stop()
       _ = finished.wait(timeout: .now() + 10)
     }
-    let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
+    let transport = HTTPTransport.libwebsockets(
+      base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let call = Task { try await transport.send(HTTPCall(method: "GET", path: "/v1/never?secret=1", timeout: 60)) }
     try await Task.sleep(for: .milliseconds(200))
     call.cancel()

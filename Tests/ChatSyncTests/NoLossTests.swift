@@ -50,7 +50,9 @@ import Testing
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       let relay = ScriptedRelay()
-      relay.state.withLock { $0.syncPages = [#"{"messages":[\#(Self.message(10))],"hasMore":false,"statusUpdates":[]}"#] }
+      relay.state.withLock {
+        $0.syncPages = [#"{"messages":[\#(Self.message(10))],"hasMore":false,"statusUpdates":[]}"#]
+      }
       let http = Self.failing("/v1/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
       let sockets = Sockets()
       let engine = SyncEngine(repository: repository, http: http, socket: sockets.connector, options: .test)
@@ -72,7 +74,8 @@ import Testing
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       let sockets = Sockets()
-      let engine = SyncEngine(repository: repository, http: ScriptedRelay().transport, socket: sockets.connector, options: .test)
+      let engine = SyncEngine(
+        repository: repository, http: ScriptedRelay().transport, socket: sockets.connector, options: .test)
       let run = Task { await engine.run() }
       #expect(await eventually { await engine.isSynced })
       let first = try #require(sockets.last)
@@ -85,15 +88,22 @@ import Testing
       let sent = first.sent
       let ack = try #require(sent.firstIndex { $0.contains("delivery_ack") && $0.contains("99") })
       let read = try #require(sent.firstIndex { $0.contains(#""type":"read""#) })
-      #expect(ack < read, "the acknowledgement goes first: the relay's mark stops below what it has not seen acknowledged")
+      #expect(
+        ack < read, "the acknowledgement goes first: the relay's mark stops below what it has not seen acknowledged")
       #expect(try check.pendingReadReceipts().map(\.upTo) == [99], "kept until confirmed")
       first.close()
-      #expect(await eventually { sockets.all.count == 2 && (sockets.last?.sent.contains { $0.contains(#""type":"read""#) } ?? false) })
+      #expect(
+        await eventually {
+          sockets.all.count == 2 && (sockets.last?.sent.contains { $0.contains(#""type":"read""#) } ?? false)
+        })
       let second = try #require(sockets.last)
-      #expect(second.sent.contains { $0.contains("delivery_ack") && $0.contains("99") }, "read here, still acknowledged again")
+      #expect(
+        second.sent.contains { $0.contains("delivery_ack") && $0.contains("99") }, "read here, still acknowledged again"
+      )
       second.deliver(#"{"type":"delivery_acknowledged","payload":{"messageIds":[99]}}"#)
       second.deliver(#"{"type":"read_acknowledged","payload":{"conversationId":2,"upTo":99}}"#)
-      #expect(try await eventually { try check.pendingReadReceipts().isEmpty && check.unacknowledgedIncoming().isEmpty })
+      #expect(
+        try await eventually { try check.pendingReadReceipts().isEmpty && check.unacknowledgedIncoming().isEmpty })
       await engine.stop()
       await run.value
     }
@@ -132,7 +142,8 @@ import Testing
       let relay = ScriptedRelay()
       let http = HTTPTransport { call in
         if call.path == "/v1/me" {
-          return HTTPReply(status: 200, body: Array(#"{"user":{"id":3,"name":"Cy","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
+          return HTTPReply(
+            status: 200, body: Array(#"{"user":{"id":3,"name":"Cy","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
         }
         return try await relay.transport.send(call)
       }
@@ -187,7 +198,8 @@ import Testing
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       try repository.addPlaceholder(User(id: 9, name: "user 9"))
-      let engine = SyncEngine(repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: .test)
+      let engine = SyncEngine(
+        repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: .test)
       #expect(await engine.runOnce(deadline: 5) == .done)
       #expect(try ChatRepository.open(user: 1, in: folder).user(9)?.name == "Nine")
     }

@@ -19,11 +19,14 @@ struct Output {
 
 /// Runs one of the built programs to its end (killed after `seconds`); output through
 /// files, so neither pipe can fill up.
-func tool(_ name: String, _ arguments: [String], environment: [String: String] = [:], seconds: Double = 60) throws -> Output {
+func tool(_ name: String, _ arguments: [String], environment: [String: String] = [:], seconds: Double = 60) throws
+  -> Output
+{
   let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chatsync-out-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
   defer { try? FileManager.default.removeItem(at: folder) }
-  let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
+  let out = folder.appendingPathComponent("out")
+  let err = folder.appendingPathComponent("err")
   _ = FileManager.default.createFile(atPath: out.path, contents: nil)
   _ = FileManager.default.createFile(atPath: err.path, contents: nil)
   let process = Process()
@@ -101,7 +104,8 @@ final class RelayProcess {
   private func start(port: Int) throws {
     starts += 1
     let log = folder + "/relay-\(starts).log"
-    let server = try Background("chat-relay", ["serve", "--db", db, "--port", String(port), "--ping-seconds", "5"] + faults, log: log)
+    let server = try Background(
+      "chat-relay", ["serve", "--db", db, "--port", String(port), "--ping-seconds", "5"] + faults, log: log)
     self.server = server
     let deadline = Date().addingTimeInterval(20)
     while Date() < deadline {
@@ -119,7 +123,9 @@ final class RelayProcess {
   /// Adds a user and returns the token.
   func addUser(_ id: Int64, _ name: String) throws -> String {
     let out = try tool("chat-relay", ["user", "add", "--db", db, "--id", String(id), "--name", name])
-    guard out.status == 0, let token = out.stdout.split(separator: "\n").last else { throw TestFailure("user add: \(out.stderr)") }
+    guard out.status == 0, let token = out.stdout.split(separator: "\n").last else {
+      throw TestFailure("user add: \(out.stderr)")
+    }
     return String(token)
   }
 
@@ -131,7 +137,7 @@ final class RelayProcess {
       do {
         try start(port: port)
         return
-      } catch where Date() < deadline {
+      } catch  where Date() < deadline {
         usleep(100_000)
       }
     }

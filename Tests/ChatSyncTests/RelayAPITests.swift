@@ -4,14 +4,20 @@ import Testing
 @testable import ChatSync
 
 @Suite struct RelayAPITests {
-  let message = #"{"message":{"messageId":77,"fromUserId":1,"toUserId":2,"content":"hi","status":"SYNCED","createdAt":"2026-01-01T00:00:00.000Z"},"fromMessageRequestId":5}"#
-  let error = #"{"error":{"code":"bad_request","message":"field 'content': a message needs some text","field":"content"}}"#
+  let message =
+    #"{"message":{"messageId":77,"fromUserId":1,"toUserId":2,"content":"hi","status":"SYNCED","createdAt":"2026-01-01T00:00:00.000Z"},"fromMessageRequestId":5}"#
+  let error =
+    #"{"error":{"code":"bad_request","message":"field 'content': a message needs some text","field":"content"}}"#
 
   @Test func createdIsAccepted() {
     let outcome = RelayAPI.outcome(of: HTTPReply(status: 201, body: Array(message.utf8)))
-    guard case .accepted(let m, let replayed) = outcome else { Issue.record("\(outcome)"); return }
+    guard case .accepted(let m, let replayed) = outcome else {
+      Issue.record("\(outcome)")
+      return
+    }
     #expect(m.id == 77 && m.toUserID == 2 && m.content == "hi" && m.status == .synced && !replayed)
-    let again = RelayAPI.outcome(of: HTTPReply(status: 201, headers: ["idempotent-replayed": "true"], body: Array(message.utf8)))
+    let again = RelayAPI.outcome(
+      of: HTTPReply(status: 201, headers: ["idempotent-replayed": "true"], body: Array(message.utf8)))
     #expect(again == .accepted(m, replayed: true))
   }
 
@@ -23,13 +29,21 @@ import Testing
       }
       #expect(reason.contains("\(status)"))
     }
-    #expect(RelayAPI.outcome(of: HTTPReply(status: 201, body: Array("not json".utf8))) == .retryable("HTTP 201 with a body that is not a message", retryAfter: nil))
+    #expect(
+      RelayAPI.outcome(of: HTTPReply(status: 201, body: Array("not json".utf8)))
+        == .retryable("HTTP 201 with a body that is not a message", retryAfter: nil))
   }
 
   @Test func throttlingHonoursRetryAfter() {
-    #expect(RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "7"])) == .retryable("HTTP 429", retryAfter: 7))
-    #expect(RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "soon"])) == .retryable("HTTP 429", retryAfter: nil))
-    #expect(RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "999999"])) == .retryable("HTTP 429", retryAfter: 3_600))
+    #expect(
+      RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "7"]))
+        == .retryable("HTTP 429", retryAfter: 7))
+    #expect(
+      RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "soon"]))
+        == .retryable("HTTP 429", retryAfter: nil))
+    #expect(
+      RelayAPI.outcome(of: HTTPReply(status: 429, headers: ["retry-after": "999999"]))
+        == .retryable("HTTP 429", retryAfter: 3_600))
   }
 
   @Test func otherClientErrorsAreFinalAndNamed() {
@@ -41,12 +55,21 @@ import Testing
   }
 
   @Test func eventsParse() {
-    let m = #"{"type":"new_message","payload":{"messageId":9,"fromUserId":2,"toUserId":1,"content":"yo","status":"SYNCED","createdAt":"2026-01-01T00:00:00.000Z"}}"#
-    guard case .newMessage(let message)? = RelayEvent.parse(m) else { Issue.record("new_message"); return }
+    let m =
+      #"{"type":"new_message","payload":{"messageId":9,"fromUserId":2,"toUserId":1,"content":"yo","status":"SYNCED","createdAt":"2026-01-01T00:00:00.000Z"}}"#
+    guard case .newMessage(let message)? = RelayEvent.parse(m) else {
+      Issue.record("new_message")
+      return
+    }
     #expect(message.id == 9 && message.fromUserID == 2)
-    let read = #"{"type":"message_read","payload":{"sequence":4,"messageId":9,"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
-    #expect(RelayEvent.parse(read) == .read(StatusUpdate(sequence: 4, type: nil, messageId: 9, conversationId: 2, at: "2026-01-01T00:00:00.000Z")))
-    #expect(RelayEvent.parse(#"{"type":"delivery_acknowledged","payload":{"messageIds":[1,2]}}"#) == .deliveryAcknowledged([1, 2]))
+    let read =
+      #"{"type":"message_read","payload":{"sequence":4,"messageId":9,"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
+    #expect(
+      RelayEvent.parse(read)
+        == .read(StatusUpdate(sequence: 4, type: nil, messageId: 9, conversationId: 2, at: "2026-01-01T00:00:00.000Z")))
+    #expect(
+      RelayEvent.parse(#"{"type":"delivery_acknowledged","payload":{"messageIds":[1,2]}}"#)
+        == .deliveryAcknowledged([1, 2]))
     #expect(RelayEvent.parse(#"{"type":"future_thing","payload":{}}"#) == .unknown("future_thing"))
     #expect(RelayEvent.parse("not json") == nil)
     #expect(RelayEvent.parse(#"{"type":"new_message","payload":{"messageId":"x"}}"#) == nil)

@@ -11,10 +11,14 @@ import Testing
       for i in 1...5 { try repository.send(to: 2, content: "to bob \(i)") }
       for i in 1...3 { try repository.send(to: 3, content: "to cy \(i)") }
       let relay = ScriptedRelay()
-      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(FakeSocket()), options: .test)
+      let engine = SyncEngine(
+        repository: repository, http: relay.transport, socket: connector(FakeSocket()), options: .test)
       #expect(await engine.runOnce(deadline: 30) == .done)
       let posts = relay.posts.map { String(decoding: $0.body ?? [], as: UTF8.self) }
-      let bob = posts.filter { $0.contains("to bob") }.map { $0.contains("to bob 1") ? 1 : $0.contains("to bob 2") ? 2 : $0.contains("to bob 3") ? 3 : $0.contains("to bob 4") ? 4 : 5 }
+      let bob = posts.filter { $0.contains("to bob") }.map {
+        $0.contains("to bob 1")
+          ? 1 : $0.contains("to bob 2") ? 2 : $0.contains("to bob 3") ? 3 : $0.contains("to bob 4") ? 4 : 5
+      }
       #expect(bob == [1, 2, 3, 4, 5])
       #expect(relay.posts.allSatisfy { $0.timeout == 2 }, "each POST carries the reply timeout")
       let check = try ChatRepository.open(user: 1, in: folder)
@@ -40,7 +44,9 @@ import Testing
       #expect(await engine.runOnce(deadline: 30) == .done)
       let bodies = relay.posts.map { String(decoding: $0.body ?? [], as: UTF8.self) }
       try #require(bodies.count == 4)
-      #expect(bodies[0].contains("first") && bodies[1].contains("first") && bodies[2].contains("first") && bodies[3].contains("second"))
+      #expect(
+        bodies[0].contains("first") && bodies[1].contains("first") && bodies[2].contains("first")
+          && bodies[3].contains("second"))
       let metrics = await engine.metrics
       #expect(metrics.failedAttempts == 2 && metrics.retries == 2 && metrics.sent == 2)
     }
@@ -74,7 +80,9 @@ import Testing
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       try repository.send(to: 2, content: "slow down")
-      let relay = ScriptedRelay { attempt, _ in attempt == 0 ? HTTPReply(status: 429, headers: ["retry-after": "30"]) : nil }
+      let relay = ScriptedRelay { attempt, _ in
+        attempt == 0 ? HTTPReply(status: 429, headers: ["retry-after": "30"]) : nil
+      }
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
       // Within a 1 s deadline the retry (due in 30 s) does not happen.
       #expect(await engine.runOnce(deadline: 1) == .unsent(waiting: 1, permanent: 0))
@@ -94,14 +102,17 @@ import Testing
       try repository.send(to: 2, content: "fine")
       let relay = ScriptedRelay { attempt, _ in
         attempt == 0
-          ? HTTPReply(status: 409, body: Array(#"{"error":{"code":"conflict","message":"requestId reused"}}"#.utf8)) : nil
+          ? HTTPReply(status: 409, body: Array(#"{"error":{"code":"conflict","message":"requestId reused"}}"#.utf8))
+          : nil
       }
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
       #expect(await engine.runOnce(deadline: 30) == .unsent(waiting: 0, permanent: 1))
       let check = try ChatRepository.open(user: 1, in: folder)
       let failed = try #require(try check.request(bad.requestID))
       #expect(failed.isPermanentlyFailed && failed.failReason == "HTTP 409 conflict: requestId reused")
-      #expect(try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.content } else { nil } } == ["fine"])
+      #expect(
+        try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.content } else { nil } }
+          == ["fine"])
     }
   }
 
@@ -153,25 +164,35 @@ import Testing
       let repository = try ownerRepository(in: folder)
       let request = try repository.send(to: 2, content: "hello")
       let socket = FakeSocket()
-      let engine = SyncEngine(repository: repository, http: ScriptedRelay().transport, socket: connector(socket), options: .test)
+      let engine = SyncEngine(
+        repository: repository, http: ScriptedRelay().transport, socket: connector(socket), options: .test)
       let run = Task { await engine.run() }
       #expect(await eventually { await engine.metrics.sent == 1 })
       let check = try ChatRepository.open(user: 1, in: folder)
-      let sentID = try #require(try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.id } else { nil } }.first)
+      let sentID = try #require(
+        try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.id } else { nil } }
+          .first)
       _ = request
       // Read before delivered, twice; then a late delivered: status stays READ.
-      let read = #"{"type":"message_read","payload":{"sequence":2,"messageId":\#(sentID),"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
-      let delivered = #"{"type":"message_delivered","payload":{"sequence":1,"messageId":\#(sentID),"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
+      let read =
+        #"{"type":"message_read","payload":{"sequence":2,"messageId":\#(sentID),"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
+      let delivered =
+        #"{"type":"message_delivered","payload":{"sequence":1,"messageId":\#(sentID),"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
       socket.deliver(read)
       socket.deliver(read)
       socket.deliver(delivered)
       // An incoming message twice, and one from a stranger (profile fetched first).
-      let incoming = #"{"type":"new_message","payload":{"messageId":99,"fromUserId":2,"toUserId":1,"content":"hi","status":"SYNCED","createdAt":"2026-01-01T00:00:01.000Z"}}"#
+      let incoming =
+        #"{"type":"new_message","payload":{"messageId":99,"fromUserId":2,"toUserId":1,"content":"hi","status":"SYNCED","createdAt":"2026-01-01T00:00:01.000Z"}}"#
       socket.deliver(incoming)
       socket.deliver(incoming)
-      socket.deliver(#"{"type":"new_message","payload":{"messageId":100,"fromUserId":9,"toUserId":1,"content":"who?","status":"SYNCED","createdAt":"2026-01-01T00:00:02.000Z"}}"#)
+      socket.deliver(
+        #"{"type":"new_message","payload":{"messageId":100,"fromUserId":9,"toUserId":1,"content":"who?","status":"SYNCED","createdAt":"2026-01-01T00:00:02.000Z"}}"#
+      )
       socket.deliver("garbage")
-      socket.deliver(#"{"type":"contact_status_update","payload":{"userId":2,"online":true,"lastSeenAt":null,"typing":true,"typingExpiresInMs":300}}"#)
+      socket.deliver(
+        #"{"type":"contact_status_update","payload":{"userId":2,"online":true,"lastSeenAt":null,"typing":true,"typingExpiresInMs":300}}"#
+      )
       #expect(await eventually { await engine.typingContacts() == [2] })
       #expect(await eventually { await engine.typingContacts().isEmpty }, "typing expires after typingExpiresInMs")
       #expect(await eventually { await engine.metrics.received == 3 })
@@ -180,11 +201,16 @@ import Testing
       #expect(try await eventually { try check.unacknowledgedIncoming().isEmpty })
       await engine.stop()
       await run.value
-      let mine = try #require(try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0, m.id == sentID { m } else { nil } }.first)
+      let mine = try #require(
+        try check.timeline(conversation: 2).items.compactMap {
+          if case .message(let m) = $0, m.id == sentID { m } else { nil }
+        }.first)
       #expect(mine.status == .read)
       #expect(await engine.metrics.duplicatesDropped == 1)
       #expect(try check.user(9)?.name == "Nine")
-      #expect(try check.timeline(conversation: 2).items.filter { if case .message(let m) = $0 { m.id == 99 } else { false } }.count == 1)
+      #expect(
+        try check.timeline(conversation: 2).items.filter { if case .message(let m) = $0 { m.id == 99 } else { false } }
+          .count == 1)
       #expect(try check.syncCursor().updates == 2, "updates 1 and 2 both stored: the cursor moved once 1 arrived")
     }
   }
@@ -210,7 +236,9 @@ import Testing
       #expect(await eventually { socket.sent.contains { $0.contains("[10,11,12]") } })
       await engine.stop()
       await run.value
-      let gets = relay.state.withLock { $0.calls.filter { $0.method == "GET" && $0.path.hasPrefix("/v1/messages") }.map(\.path) }
+      let gets = relay.state.withLock {
+        $0.calls.filter { $0.method == "GET" && $0.path.hasPrefix("/v1/messages") }.map(\.path)
+      }
       #expect(gets.first == "/v1/messages?lastSyncedMessage=0&limit=200&lastSyncedUpdate=0")
       #expect(gets.dropFirst().first == "/v1/messages?lastSyncedMessage=11&limit=200&lastSyncedUpdate=0")
     }

@@ -25,13 +25,16 @@ final class Client {
   var environment: [String: String] { ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": token] }
 
   func cli(_ arguments: [String]) throws -> Output {
-    try tool("chat-sync", [arguments[0], "--data-dir", folder, "--user", String(id)] + arguments.dropFirst(), environment: environment)
+    try tool(
+      "chat-sync", [arguments[0], "--data-dir", folder, "--user", String(id)] + arguments.dropFirst(),
+      environment: environment)
   }
 
   func start() throws {
     runs += 1
     running = try Background(
-      "chat-sync", ["run", "--data-dir", folder, "--user", String(id)], log: folder + "/run-\(runs).log", environment: environment)
+      "chat-sync", ["run", "--data-dir", folder, "--user", String(id)], log: folder + "/run-\(runs).log",
+      environment: environment)
   }
 
   /// SIGTERM; the run must end cleanly (exit 0).
@@ -54,11 +57,15 @@ final class Client {
   }
 
   func messagesRequests() throws -> [Int64] {
-    try Database(path: db, mode: .readOnly).query("SELECT request_id FROM MessageRequests ORDER BY request_id", []) { $0.int64(0) }
+    try Database(path: db, mode: .readOnly).query("SELECT request_id FROM MessageRequests ORDER BY request_id", []) {
+      $0.int64(0)
+    }
   }
 
   func messages(_ filter: String) throws -> [(id: Int64, content: String, status: String)] {
-    try Database(path: db, mode: .readOnly).query("SELECT id, content, status FROM Messages WHERE \(filter) ORDER BY id", []) {
+    try Database(path: db, mode: .readOnly).query(
+      "SELECT id, content, status FROM Messages WHERE \(filter) ORDER BY id", []
+    ) {
       ($0.int64(0), $0.string(1), $0.string(2))
     }
   }
@@ -73,7 +80,8 @@ func chatdbCheck(_ db: String) throws {
   @Test func aThousandMessagesArriveExactlyOnceThroughEveryFault() async throws {
     try await withDataFolder { folder in
       let relay = try RelayProcess(
-        folder: folder, faults: ["--faults", "drop-response=0.2,duplicate-event=0.1,close-socket=0.01", "--faults-seed", "11"])
+        folder: folder,
+        faults: ["--faults", "drop-response=0.2,duplicate-event=0.1,close-socket=0.01", "--faults-seed", "11"])
       defer { relay.stop() }
       let a = try Client(1, name: "Ada", relay: relay, folder: folder)
       let b = try Client(2, name: "Bob", relay: relay, folder: folder)
@@ -99,18 +107,27 @@ func chatdbCheck(_ db: String) throws {
       #expect(try await waitUntil(120) { try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") >= 600 })
       try relay.kill9AndRestart()
       let arrived = try await waitUntil(180) {
-        try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") == 1000 && a.count("SELECT count(*) FROM MessageRequests") == 0
+        try b.count("SELECT count(*) FROM Messages WHERE \(fromA)") == 1000
+          && a.count("SELECT count(*) FROM MessageRequests") == 0
       }
-      let onB = try b.count("SELECT count(*) FROM Messages"), left = try a.count("SELECT count(*) FROM MessageRequests")
+      let onB = try b.count("SELECT count(*) FROM Messages")
+      let left = try a.count("SELECT count(*) FROM MessageRequests")
       #expect(arrived, "B has \(onB) messages; A's outbox \(left)\n\(a.log.suffix(3_000))")
       // Every message delivered, then B reads the conversation.
-      #expect(try await waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status = 'SYNCED'") == 0 })
+      #expect(
+        try await waitUntil(60) {
+          try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status = 'SYNCED'") == 0
+        })
       #expect(try b.cli(["read", "--with", "1"]).status == 0)
-      #expect(try await waitUntil(60) { try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status <> 'READ'") == 0 })
+      #expect(
+        try await waitUntil(60) {
+          try a.count("SELECT count(*) FROM Messages WHERE \(fromA) AND status <> 'READ'") == 0
+        })
       try a.stop()
       try b.stop()
 
-      let onA = try a.messages(fromA), onBoth = try b.messages(fromA)
+      let onA = try a.messages(fromA)
+      let onBoth = try b.messages(fromA)
       #expect(onA.count == 1000 && onBoth.count == 1000)
       #expect(onA.map(\.id) == onBoth.map(\.id), "the same ids on both sides")
       #expect(onA.map(\.content) == (0..<1000).map { String(format: "m%04d", $0) }, "in A's send order")
@@ -156,7 +173,9 @@ func chatdbCheck(_ db: String) throws {
       // Bad command lines: 64.
       #expect(try a.cli(["send", "--to", "2"]).status == 64)
       #expect(try a.cli(["retry", "x"]).status == 64)
-      #expect(try tool("chat-sync", ["run", "--user", "1", "--data-dir", a.folder], environment: ["CHAT_SYNC_SERVER": ""]).status == 64)
+      #expect(
+        try tool("chat-sync", ["run", "--user", "1", "--data-dir", a.folder], environment: ["CHAT_SYNC_SERVER": ""])
+          .status == 64)
       // A token file others can read is refused.
       let tokenFile = folder + "/token"
       try a.token.write(toFile: tokenFile, atomically: true, encoding: .utf8)
@@ -165,7 +184,8 @@ func chatdbCheck(_ db: String) throws {
         "chat-sync", ["status", "--data-dir", a.folder, "--user", "1"], environment: [:])
       #expect(loose.status == 0, "status needs no relay")
       let leaky = try tool(
-        "chat-sync", ["run", "--once", "--data-dir", a.folder, "--user", "1", "--server", relay.url, "--token-file", tokenFile],
+        "chat-sync",
+        ["run", "--once", "--data-dir", a.folder, "--user", "1", "--server", relay.url, "--token-file", tokenFile],
         environment: ["CHAT_SYNC_TOKEN": ""])
       #expect(leaky.status == 77 && leaky.stderr.contains("chmod 600"), "\(leaky.stderr)")
     }
@@ -183,10 +203,13 @@ func chatdbCheck(_ db: String) throws {
       #expect(try a.cli(["send", "--to", "2", "queued by Ada"]).status == 0)
       let asCy = ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": c.token]
       for command in [["run", "--once"], ["send", "--to", "2", "as Cy?"], ["typing", "--to", "2"]] {
-        let out = try tool("chat-sync", [command[0], "--data-dir", a.folder, "--user", "1"] + command.dropFirst(), environment: asCy)
+        let out = try tool(
+          "chat-sync", [command[0], "--data-dir", a.folder, "--user", "1"] + command.dropFirst(), environment: asCy)
         #expect(out.status == 77, "\(command): \(out.stderr)")
         let errors = out.stderr.split(separator: "\n").filter { $0.hasPrefix("Error: ") }
-        #expect(errors.count == 1 && errors[0].contains("user 3") && errors[0].contains("user 1"), "\(command): \(out.stderr)")
+        #expect(
+          errors.count == 1 && errors[0].contains("user 3") && errors[0].contains("user 1"), "\(command): \(out.stderr)"
+        )
       }
       #expect(try a.messagesRequests().count == 1, "nothing queued with the wrong token, nothing sent")
       let relayDB = try Database(path: relay.db, mode: .readOnly)
@@ -206,7 +229,9 @@ func chatdbCheck(_ db: String) throws {
       let a = try Client(1, name: "Ada", relay: relay, folder: folder)
       let lock = try Database(path: relay.db)
       try lock.execute("BEGIN IMMEDIATE")
-      let connector = SocketConnector.libwebsockets(url: URL(string: relay.url.replacingOccurrences(of: "http:", with: "ws:") + "/v1/socket/updates")!, token: a.token)
+      let connector = SocketConnector.libwebsockets(
+        url: URL(string: relay.url.replacingOccurrences(of: "http:", with: "ws:") + "/v1/socket/updates")!,
+        token: a.token)
       do {
         let socket = try await connector.connect()
         socket.close()
@@ -312,8 +337,11 @@ func chatdbCheck(_ db: String) throws {
       let synced = try b.cli(["run", "--once"])
       #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
       #expect(try b.count("SELECT count(*) FROM Messages") == 5)
-      #expect(try b.count("SELECT count(*) FROM Messages WHERE status = 'SYNCED'") == 0, "the relay confirmed the acknowledgements")
-      #expect(try b.count("SELECT count(*) FROM Users WHERE id = 1 AND name = 'Ada'") == 1, "the sender's profile came first")
+      #expect(
+        try b.count("SELECT count(*) FROM Messages WHERE status = 'SYNCED'") == 0,
+        "the relay confirmed the acknowledgements")
+      #expect(
+        try b.count("SELECT count(*) FROM Users WHERE id = 1 AND name = 'Ada'") == 1, "the sender's profile came first")
       #expect(try b.cli(["read", "--with", "1"]).status == 0)
       #expect(try b.cli(["run", "--once"]).status == 0)
       // A's next start learns both.
@@ -323,7 +351,9 @@ func chatdbCheck(_ db: String) throws {
       #expect(history.status == 0 && history.stdout.contains("while you were out 4"))
       // The synced messages are searchable on both sides (ChatRepository.search).
       let found = try b.cli(["search", "WHILE out", "--json"])
-      #expect(found.status == 0 && found.stdout.components(separatedBy: #""kind": "message""#).count - 1 == 5, "\(found.stdout)")
+      #expect(
+        found.status == 0 && found.stdout.components(separatedBy: #""kind": "message""#).count - 1 == 5,
+        "\(found.stdout)")
       #expect(try a.cli(["search", "out", "--with", "2", "--limit", "2"]).stdout.contains("«out» 4"))
       let conversations = try b.cli(["conversations"])
       #expect(conversations.stdout.contains("Ada"))
@@ -378,7 +408,10 @@ func chatdbCheck(_ db: String) throws {
         maintenance.append(try tool("chatdb", ["export", "--db", a.db, "-o", folder + "/a-\(round).ndjson.zst"]))
         maintenance.append(try tool("chatdb", ["evict", "--db", a.db, "--older-than", "3650d"]))
       }
-      #expect(try await waitUntil(60) { try b.count("SELECT count(*) FROM Messages") == 201 && a.count("SELECT count(*) FROM MessageRequests") == 0 })
+      #expect(
+        try await waitUntil(60) {
+          try b.count("SELECT count(*) FROM Messages") == 201 && a.count("SELECT count(*) FROM MessageRequests") == 0
+        })
       try a.stop()
       try b.stop()
       for out in maintenance {

@@ -1,8 +1,8 @@
-import Synchronization
 import ChatRelay
+import ChatStore
 import ChatSync
 import Foundation
-import ChatStore
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -287,7 +287,9 @@ func freePort() throws -> Int {
   address.sin_addr.s_addr = inet_addr("127.0.0.1")
   var length = socklen_t(MemoryLayout<sockaddr_in>.size)
   let bound = withUnsafeMutablePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+    }
   }
   try #require(bound)
   return Int(UInt16(bigEndian: address.sin_port))
@@ -336,7 +338,9 @@ final class FreezingProxy: Sendable {
       address.sin_addr.s_addr = inet_addr("127.0.0.1")
       address.sin_port = UInt16(target).bigEndian
       let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
       }
       guard connected else {
         Glibc.close(client)

@@ -13,7 +13,8 @@ import Testing
   /// A data folder with two generated users.
   static func fleet() throws -> TemporaryFolder {
     let folder = try TemporaryFolder()
-    let run = try chatdb("generate", "--data-dir", folder.path, "--users", "2", "--contacts", "8", "--messages", "600", "--seed", "9")
+    let run = try chatdb(
+      "generate", "--data-dir", folder.path, "--users", "2", "--contacts", "8", "--messages", "600", "--seed", "9")
     #expect(run.status == 0, "\(run.stderr)")
     return folder
   }
@@ -32,8 +33,12 @@ import Testing
       try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: folder.file("chats-9.db")))
       defer { try? FileManager.default.removeItem(atPath: folder.file("chats-9.db")) }
       return try chatdb("check", "--data-dir", dir, "--all")
-    case .diskLow: return try chatdb("usage", "--data-dir", dir, "--user", "1", "--check", "--warn-below", "100%", "--critical-below", "0B")
-    case .diskCritical: return try chatdb("usage", "--data-dir", dir, "--user", "1", "--check", "--warn-below", "100%", "--critical-below", "99%")
+    case .diskLow:
+      return try chatdb(
+        "usage", "--data-dir", dir, "--user", "1", "--check", "--warn-below", "100%", "--critical-below", "0B")
+    case .diskCritical:
+      return try chatdb(
+        "usage", "--data-dir", dir, "--user", "1", "--check", "--warn-below", "100%", "--critical-below", "99%")
     case .findings:
       try sql("UPDATE MessageRequests SET fail_count = -1 WHERE rowid = (SELECT min(rowid) FROM MessageRequests)")
       defer { try? sql("UPDATE MessageRequests SET fail_count = 0 WHERE fail_count < 0") }
@@ -114,7 +119,8 @@ import Testing
         if code == .diskSpace {
           #expect(ExitCode(for: StoreError(.diskSpace, "full")) == .diskSpace)
         } else {
-          #expect(Self.inProcessOnly.contains(code) || Self.chatSyncOnly.contains(code), "\(code) has no way to be provoked")
+          #expect(
+            Self.inProcessOnly.contains(code) || Self.chatSyncOnly.contains(code), "\(code) has no way to be provoked")
         }
         continue
       }
@@ -135,7 +141,8 @@ import Testing
     let path = folder.file("chats-5.db")
     #expect(try chatdb("migrate", "--db", path, "--to", "2").status == 0)
     for command in [
-      ["export", "-o", folder.file("x.ndjson.zst")], ["evict", "--older-than", "1d"], ["evict", "--older-than", "1d", "--dry-run"],
+      ["export", "-o", folder.file("x.ndjson.zst")], ["evict", "--older-than", "1d"],
+      ["evict", "--older-than", "1d", "--dry-run"],
       ["index", "verify"],
     ] {
       let run = try chatdb(command + ["--db", path])
@@ -147,13 +154,16 @@ import Testing
   // MARK: - The README mirrors the table
 
   static let readme: String = {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
     return (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
   }()
 
   @Test func theReadmeExitCodeTableIsTheCodes() {
     // The rows of the table under "## Exit codes" only (other tables have numbered rows too).
-    let section = Self.readme.components(separatedBy: "\n## Exit codes").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+    let section =
+      Self.readme.components(separatedBy: "\n## Exit codes").dropFirst().first?.components(separatedBy: "\n## ").first
+      ?? ""
     let rows = section.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.dropFirst(2).first?.isNumber == true }
     let documented = rows.compactMap { row -> (Int32, String)? in
       let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -174,10 +184,12 @@ import Testing
     let dir = ["--data-dir", folder.path]
     let export = folder.file("h.ndjson.zst")
     let commands: [[String]] = [
-      ["migrate", "--user", "1"], ["migrate", "--all"], ["migrate", "status", "--user", "1"], ["migrate", "status", "--all"],
+      ["migrate", "--user", "1"], ["migrate", "--all"], ["migrate", "status", "--user", "1"],
+      ["migrate", "status", "--all"],
       ["usage", "--user", "1"], ["usage", "--all"], ["check", "--user", "1"], ["check", "--all"],
       ["index", "list", "--all"], ["index", "verify", "--user", "1"], ["index", "apply", "--all", "--dry-run"],
-      ["index", "analyze", "--user", "2"], ["vacuum", "--all"], ["vacuum", "--user", "1", "--into", folder.file("copy.db")],
+      ["index", "analyze", "--user", "2"], ["vacuum", "--all"],
+      ["vacuum", "--user", "1", "--into", folder.file("copy.db")],
       ["evict", "--all", "--older-than", "200d", "--now", "2026-01-01", "--dry-run"],
       ["evict", "--user", "2", "--older-than", "200d", "--now", "2026-01-01"],
       ["export", "--user", "1", "-o", export], ["export", "--all", "-o", folder.file("exports/")],
@@ -212,7 +224,10 @@ import Testing
 
   @Test func jobsKeepUserIdOrderAndOneFailureChangesNothingElse() throws {
     let folder = try TemporaryFolder()
-    #expect(try chatdb("generate", "--data-dir", folder.path, "--users", "12", "--messages", "40", "--contacts", "3", "--jobs", "4").status == 0)
+    #expect(
+      try chatdb(
+        "generate", "--data-dir", folder.path, "--users", "12", "--messages", "40", "--contacts", "3", "--jobs", "4"
+      ).status == 0)
     try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: folder.file("chats-7.db")))
     let one = try chatdb("check", "--data-dir", folder.path, "--all", "--jobs", "1", "--json")
     let many = try chatdb("check", "--data-dir", folder.path, "--all", "--jobs", "4", "--json")
@@ -256,8 +271,10 @@ import Testing
     let before = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
     #expect(before == ["chats-1.db", "chats-2.db"])
     for command in [
-      ["migrate", "--all"], ["migrate", "status", "--all"], ["usage", "--all"], ["check", "--all"], ["index", "list", "--all"],
-      ["index", "verify", "--all"], ["evict", "--all", "--older-than", "30d", "--dry-run"], ["index", "apply", "--all", "--dry-run"],
+      ["migrate", "--all"], ["migrate", "status", "--all"], ["usage", "--all"], ["check", "--all"],
+      ["index", "list", "--all"],
+      ["index", "verify", "--all"], ["evict", "--all", "--older-than", "30d", "--dry-run"],
+      ["index", "apply", "--all", "--dry-run"],
       ["export", "--user", "1", "-o", "-"],
     ] {
       let run = try chatdb(command + ["--data-dir", folder.path])
@@ -286,9 +303,11 @@ import Testing
   /// Item 10: another seed into the same file is a data conflict, in a whole sentence.
   @Test func generateIntoAFileOfAnotherSeedIsAConflict() throws {
     let folder = try Self.fleet()
-    let run = try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "8", "--messages", "600", "--seed", "10")
+    let run = try chatdb(
+      "generate", "--data-dir", folder.path, "--user", "1", "--contacts", "8", "--messages", "600", "--seed", "10")
     #expect(run.status == 65)
-    #expect(run.stderr.hasPrefix("Error: ") && run.stderr.hasSuffix("\n") && run.stderr.split(separator: "\n").count == 1)
+    #expect(
+      run.stderr.hasPrefix("Error: ") && run.stderr.hasSuffix("\n") && run.stderr.split(separator: "\n").count == 1)
     #expect(run.stderr.contains("--seed"), "\(run.stderr)")
     let far = try chatdb("generate", "--data-dir", folder.path, "--user", "9", "--end", "9999-12-31")
     #expect(far.status == 64)
@@ -298,8 +317,12 @@ import Testing
   /// Item 11: the output's extension decides the compression; --output is required.
   @Test func exportFollowsTheExtension() throws {
     let folder = try Self.fleet()
-    #expect(try chatdb("export", "--help").stdout.contains("USAGE: chatdb export [--data-dir <dir>] [--user <id>] [--db <path>] [--all]"))
-    #expect(try chatdb("export", "--help").stdout.contains("-o <file>") || chatdb("export", "--help").stdout.contains("--output <file> "))
+    #expect(
+      try chatdb("export", "--help").stdout.contains(
+        "USAGE: chatdb export [--data-dir <dir>] [--user <id>] [--db <path>] [--all]"))
+    #expect(
+      try chatdb("export", "--help").stdout.contains("-o <file>")
+        || chatdb("export", "--help").stdout.contains("--output <file> "))
     let plain = folder.file("h.ndjson")
     #expect(try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", plain).status == 0)
     let firstLine = try String(contentsOfFile: plain, encoding: .utf8).split(separator: "\n").first ?? ""
@@ -312,7 +335,10 @@ import Testing
   }
 
   /// Item 13: thresholds need a unit or %, and critical must be below low.
-  @Test(arguments: [["--warn-below", "5"], ["--warn-below", "1GiB", "--critical-below", "2GiB"], ["--warn-below", "5%", "--critical-below", "10%"]])
+  @Test(arguments: [
+    ["--warn-below", "5"], ["--warn-below", "1GiB", "--critical-below", "2GiB"],
+    ["--warn-below", "5%", "--critical-below", "10%"],
+  ])
   func badThresholdsAreUsageErrors(_ options: [String]) throws {
     let folder = try Self.fleet()
     let run = try chatdb(["usage", "--data-dir", folder.path, "--user", "1"] + options)
@@ -324,7 +350,8 @@ import Testing
     let process = Process()
     process.executableURL = binaryDirectory.appendingPathComponent("chatdb")
     process.arguments = ["generate", "--user", "1", "--format", "ndjson", "--messages", "200000"]
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     try process.run()
@@ -347,7 +374,8 @@ import Testing
     let run = try chatdb("evict", "--data-dir", folder.path, "--user", "1", "--conversation", "999", "--dry-run")
     #expect(run.status == 0)
     #expect(run.stdout.contains("no messages in conversation(s) 999"), "\(run.stdout)")
-    let json = try fileResult(try chatdb("evict", "--data-dir", folder.path, "--user", "1", "--conversation", "999", "--json"))
+    let json = try fileResult(
+      try chatdb("evict", "--data-dir", folder.path, "--user", "1", "--conversation", "999", "--json"))
     #expect(json["unknownConversations"] as? [Int] == [999])
   }
 }

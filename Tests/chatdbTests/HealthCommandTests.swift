@@ -8,7 +8,8 @@ import Testing
   /// A generated `chats-1.db` in a fresh folder.
   static func generated() throws -> (TemporaryFolder, String) {
     let folder = try TemporaryFolder()
-    let run = try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "10", "--messages", "3000", "--seed", "3")
+    let run = try chatdb(
+      "generate", "--data-dir", folder.path, "--user", "1", "--contacts", "10", "--messages", "3000", "--seed", "3")
     #expect(run.status == 0, "\(run.stderr)")
     return (folder, folder.file("chats-1.db"))
   }
@@ -52,7 +53,8 @@ import Testing
     #expect(findings.map { $0["check"] as? String } == ["request-negative-fail-count"])
 
     // A damaged file beside it: --all reports both, one row each, and exits 1 (a file failed).
-    try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 * 7) }).write(to: URL(fileURLWithPath: folder.file("chats-2.db")))
+    try Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 * 7) }).write(
+      to: URL(fileURLWithPath: folder.file("chats-2.db")))
     run = try chatdb("check", "--data-dir", folder.path, "--all")
     #expect(run.status == 1)
     #expect(run.stdout.contains("chats-1.db") && run.stdout.contains("1 finding(s)"))

@@ -7,7 +7,9 @@ func tableContents(_ path: String) throws -> [String] {
   let db = try Database(path: path, mode: .readOnly)
   var rows: [String] = []
   for (table, order) in [("Users", "id"), ("Messages", "id"), ("MessageRequests", "request_id")] {
-    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") { $0.values.map(\.description).joined(separator: "|") }
+    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") {
+      $0.values.map(\.description).joined(separator: "|")
+    }
   }
   return rows
 }
@@ -16,7 +18,9 @@ func tableContents(_ path: String) throws -> [String] {
   @Test func generateIsDeterministicAndQuietWhenPiped() throws {
     let folder = try TemporaryFolder()
     for dir in ["a", "b"] {
-      let run = try chatdb("generate", "--data-dir", folder.file(dir), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed", "9")
+      let run = try chatdb(
+        "generate", "--data-dir", folder.file(dir), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed",
+        "9")
       #expect(run.status == 0, "\(run.stderr)")
       #expect(run.stderr.isEmpty, "no progress when not on a terminal")
       #expect(run.stdout.contains("Generated 3046 records for 1 user(s)"))
@@ -24,7 +28,9 @@ func tableContents(_ path: String) throws -> [String] {
     let a = try tableContents(folder.file("a/chats-5.db"))
     #expect(a.count == 3046)
     #expect(try tableContents(folder.file("b/chats-5.db")) == a)
-    let other = try chatdb("generate", "--data-dir", folder.file("c"), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed", "10")
+    let other = try chatdb(
+      "generate", "--data-dir", folder.file("c"), "--user", "5", "--contacts", "20", "--messages", "3000", "--seed",
+      "10")
     #expect(other.status == 0)
     #expect(try tableContents(folder.file("c/chats-5.db")) != a)
   }
@@ -32,16 +38,20 @@ func tableContents(_ path: String) throws -> [String] {
   @Test func generateNDJSONMatchesWhatItWritesIntoAFile() throws {
     let folder = try TemporaryFolder()
     let ndjson = folder.file("h.ndjson")
-    let run = try chatdb("generate", "--user", "2", "--contacts", "10", "--messages", "500", "--format", "ndjson", "-o", ndjson)
+    let run = try chatdb(
+      "generate", "--user", "2", "--contacts", "10", "--messages", "500", "--format", "ndjson", "-o", ndjson)
     #expect(run.status == 0, "\(run.stderr)")
     #expect(try chatdb("import", "--data-dir", folder.file("x"), "--user", "2", ndjson).status == 0)
-    #expect(try chatdb("generate", "--data-dir", folder.file("y"), "--user", "2", "--contacts", "10", "--messages", "500").status == 0)
+    #expect(
+      try chatdb("generate", "--data-dir", folder.file("y"), "--user", "2", "--contacts", "10", "--messages", "500")
+        .status == 0)
     #expect(try tableContents(folder.file("x/chats-2.db")) == tableContents(folder.file("y/chats-2.db")))
   }
 
   @Test func aFleetMakesOneFilePerUser() throws {
     let folder = try TemporaryFolder()
-    let run = try chatdb("generate", "--data-dir", folder.path, "--users", "3", "--contacts", "5", "--messages", "100", "--json")
+    let run = try chatdb(
+      "generate", "--data-dir", folder.path, "--users", "3", "--contacts", "5", "--messages", "100", "--json")
     #expect(run.status == 0, "\(run.stderr)")
     #expect((try jsonObject(run.stdout)["files"] as? [Any])?.count == 3)
     #expect(try StoreLocation.databaseFiles(in: folder.path).count == 3)
@@ -49,7 +59,9 @@ func tableContents(_ path: String) throws -> [String] {
 
   @Test func exportThenImportRoundTripsThroughTheCommands() throws {
     let folder = try TemporaryFolder()
-    #expect(try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "30", "--messages", "4000").status == 0)
+    #expect(
+      try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "30", "--messages", "4000").status
+        == 0)
     let export = folder.file("out/h.ndjson.zst")
     try FileManager.default.createDirectory(atPath: folder.file("out"), withIntermediateDirectories: true)
     let run = try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export, "--json")
@@ -58,12 +70,15 @@ func tableContents(_ path: String) throws -> [String] {
     #expect(result["messages"] as? Int == 4000)
     #expect((result["bytesOut"] as? Int ?? 0) > 0)
     #expect(FileSystem.permissions(atPath: export) == 0o600)
-    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("out")) == ["h.ndjson.zst"], "no temporary file left")
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: folder.file("out")) == ["h.ndjson.zst"],
+      "no temporary file left")
 
     let back = try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json")
     #expect(back.status == 0, "\(back.stderr)")
     #expect(try tableContents(folder.file("restored/chats-1.db")) == tableContents(folder.file("chats-1.db")))
-    let again = try fileResult(try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json"))
+    let again = try fileResult(
+      try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json"))
     #expect(again["messages"] as? Int == 0)
     #expect(again["unchanged"] as? Int == again["records"] as? Int)
   }
@@ -72,14 +87,16 @@ func tableContents(_ path: String) throws -> [String] {
     let folder = try TemporaryFolder()
     let file = folder.file("bad.ndjson")
     try """
-      {"type":"user","id":1,"name":"Me"}
-      {"type":"user","id":2,"name":"You"}
-      {"type":"message","id":10,"fromUserId":2,"toUserId":1,"content":"hi","status":"SENDING","createdAt":"2026-01-01"}
+    {"type":"user","id":1,"name":"Me"}
+    {"type":"user","id":2,"name":"You"}
+    {"type":"message","id":10,"fromUserId":2,"toUserId":1,"content":"hi","status":"SENDING","createdAt":"2026-01-01"}
 
-      """.write(toFile: file, atomically: true, encoding: .utf8)
+    """.write(toFile: file, atomically: true, encoding: .utf8)
     let run = try chatdb("import", "--data-dir", folder.path, "--user", "1", file)
     #expect(run.status == 65)
-    #expect(run.stderr == "Error: \(file):3: field 'status': 'SENDING' is not one of SYNCED, DELIVERED, READ (nothing was imported)\n")
+    #expect(
+      run.stderr
+        == "Error: \(file):3: field 'status': 'SENDING' is not one of SYNCED, DELIVERED, READ (nothing was imported)\n")
     // The file this import created held nothing of value: it is gone (issue 9, item 8).
     #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["bad.ndjson"])
   }
@@ -95,7 +112,9 @@ func tableContents(_ path: String) throws -> [String] {
     #expect(run.status == 65)
     #expect(run.stderr.hasPrefix("Error: \(export): truncated zstd stream"), "\(run.stderr)")
     #expect(!FileSystem.exists(folder.file("t/chats-1.db")))
-    #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.file("t"))) ?? []).isEmpty, "no temporary file left")
+    #expect(
+      ((try? FileManager.default.contentsOfDirectory(atPath: folder.file("t"))) ?? []).isEmpty, "no temporary file left"
+    )
   }
 
   /// A new file is imported in one pass into a temporary file beside it: a byte damaged
@@ -103,7 +122,9 @@ func tableContents(_ path: String) throws -> [String] {
   /// and a good export ends as the file, with no companion of the temporary one left.
   @Test func aNewFileIsImportedInOnePassAndOnlyAWholeExportLands() throws {
     let folder = try TemporaryFolder()
-    #expect(try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "20", "--messages", "20000").status == 0)
+    #expect(
+      try chatdb("generate", "--data-dir", folder.path, "--user", "1", "--contacts", "20", "--messages", "20000").status
+        == 0)
     let export = folder.file("h.ndjson.zst")
     #expect(try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export).status == 0)
     var bytes = try Data(contentsOf: URL(fileURLWithPath: export))
@@ -165,10 +186,14 @@ func tableContents(_ path: String) throws -> [String] {
     #expect(!FileSystem.exists(outside))
   }
 
-  @Test(arguments: [["--messages", "9223372036854775807"], ["--contacts", "100000000000"], ["--users", "9223372036854775807"], ["--pending", "4611686018427387904"]])
+  @Test(arguments: [
+    ["--messages", "9223372036854775807"], ["--contacts", "100000000000"], ["--users", "9223372036854775807"],
+    ["--pending", "4611686018427387904"],
+  ])
   func absurdGeneratorSizesAreUsageErrors(arguments: [String]) throws {
     let folder = try TemporaryFolder()
-    let run = try chatdb(["generate", "--data-dir", folder.path] + (arguments[0] == "--users" ? [] : ["--user", "1"]) + arguments)
+    let run = try chatdb(
+      ["generate", "--data-dir", folder.path] + (arguments[0] == "--users" ? [] : ["--user", "1"]) + arguments)
     #expect(run.status == 64, "\(run.stderr)")
   }
 
@@ -176,7 +201,8 @@ func tableContents(_ path: String) throws -> [String] {
     let folder = try TemporaryFolder()
     let input = folder.file("in.ndjson")
     try #"{"type":"user","id":1,"name":"Me"}"#.write(toFile: input, atomically: true, encoding: .utf8)
-    let run = try chatdb("import", "--data-dir", folder.path, "--user", "1", "--skip-bad-records", "--rejects", input, input)
+    let run = try chatdb(
+      "import", "--data-dir", folder.path, "--user", "1", "--skip-bad-records", "--rejects", input, input)
     #expect(run.status == 64)
     #expect(try String(contentsOfFile: input, encoding: .utf8).contains("Me"))
   }

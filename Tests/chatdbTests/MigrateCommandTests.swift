@@ -3,7 +3,10 @@ import Foundation
 import Testing
 
 @Suite struct HelpAndUsageTests {
-  @Test(arguments: [["--help"], ["-h"], ["migrate", "--help"], ["help", "migrate"], ["help", "migrate", "status"], ["migrate", "status", "-h"], []])
+  @Test(arguments: [
+    ["--help"], ["-h"], ["migrate", "--help"], ["help", "migrate"], ["help", "migrate", "status"],
+    ["migrate", "status", "-h"], [],
+  ])
   func helpGoesToStdoutWithExitZero(arguments: [String]) throws {
     let run = try chatdb(arguments)
     #expect(run.status == 0)
@@ -59,7 +62,8 @@ import Testing
     #expect(FileSystem.permissions(atPath: path) == 0o600)
     #expect(FileSystem.permissions(atPath: data) == 0o700)
     #expect(try userVersion(path) == Migration.shipped.count)
-    let owner = try Database(path: path, mode: .readOnly).int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
+    let owner = try Database(path: path, mode: .readOnly).int64(
+      "SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
     #expect(owner == 42)
   }
 
@@ -141,7 +145,8 @@ import Testing
     #expect(r3.stderr.contains("downgrading"), "\(r3.stderr)")
 
     let junk = folder.file("chats-4.db")
-    try Data("this is not a database, just text long enough to be a header......".utf8).write(to: URL(fileURLWithPath: junk))
+    try Data("this is not a database, just text long enough to be a header......".utf8).write(
+      to: URL(fileURLWithPath: junk))
     let r4 = try chatdb("migrate", "--db", junk)
     #expect(r4.status == 65)
     #expect(r4.stderr.hasPrefix("Error: \(junk) is not a SQLite database"), "\(r4.stderr)")
@@ -167,7 +172,9 @@ import Testing
     #expect(run.status == 1)
     #expect(run.stdout.contains("chats-99.db"))
     #expect(run.stdout.contains("FAILED"))
-    #expect(run.stdout.contains("\(latest + 2) file(s) in \(folder.path): \(latest + 1) ok (\(latest) changed), 1 failed"), "\(run.stdout)")
+    #expect(
+      run.stdout.contains("\(latest + 2) file(s) in \(folder.path): \(latest + 1) ok (\(latest) changed), 1 failed"),
+      "\(run.stdout)")
     for (path, counts) in expected {
       #expect(try userVersion(path) == latest, "\(path)")
       #expect(try rowCounts(path) == counts, "\(path)")

@@ -10,9 +10,11 @@ import Testing
   /// Reviewed 2026-12-01 (issue 14): each is a constant or a number, never user text.
   static let reviewed: Set<String> = [
     // Table and column names, fixed in code.
-    "table", "Self.recordsTable", "messageColumns", "requestColumns", "live", "reference", "kind", "options", "name", "pragma",
+    "table", "Self.recordsTable", "messageColumns", "requestColumns", "live", "reference", "kind", "options", "name",
+    "pragma",
     // SQL fragments built from constants (status lists, the CJK row test, filter terms with ? placeholders).
-    "status.earlierStatusesSQL", "Self.cjkRows", "SearchIndexBuilder.cjkRows", "bad", "createdMs", "idMs", "lower", "messages.sql",
+    "status.earlierStatusesSQL", "Self.cjkRows", "SearchIndexBuilder.cjkRows", "bad", "createdMs", "idMs", "lower",
+    "messages.sql",
     // Numbers the code computed (pages, versions, connection settings it saved itself).
     "pages", "value", "migration.version", "Self.foregroundCheckpointPages", "idTimeTolerance",
     // Error messages that mention SQL words, not SQL.
@@ -26,10 +28,13 @@ import Testing
 
   @Test func everyInterpolationIntoSQLIsOnTheReviewedList() throws {
     let literal = try NSRegularExpression(pattern: #""((?:[^"\\]|\\.)*)""#)
-    let keyword = try NSRegularExpression(pattern: #"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|VACUUM|ALTER|ANALYZE)\b"#)
+    let keyword = try NSRegularExpression(
+      pattern: #"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|VACUUM|ALTER|ANALYZE)\b"#)
     let interpolation = try NSRegularExpression(pattern: #"\\\(([^()]*(?:\([^()]*\))?[^()]*)\)"#)
     var found: [String: String] = [:]
-    let files = FileManager.default.enumerator(atPath: Self.sources.path)!.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+    let files = FileManager.default.enumerator(atPath: Self.sources.path)!.compactMap { $0 as? String }.filter {
+      $0.hasSuffix(".swift")
+    }
     #expect(files.count > 50)
     for file in files {
       let text = try String(contentsOf: Self.sources.appendingPathComponent(file), encoding: .utf8)

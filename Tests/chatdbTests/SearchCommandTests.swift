@@ -15,8 +15,12 @@ import Testing
     let chats = try ChatRepository(database: Database(path: path), ownerID: 1)
     let contact = try #require(try chats.database.int64("SELECT min(id) FROM Users WHERE id <> 1"))
     try chats.receive([
-      Message(id: Self.first, fromUserID: contact, toUserID: 1, content: "zyzzyva at the café 你好世界", createdAt: "2026-06-01T00:00:00.000Z"),
-      Message(id: Self.second, fromUserID: 1, toUserID: contact, content: "another zyzzyva AND( NEAR \"x", createdAt: "2026-06-01T00:00:01.000Z"),
+      Message(
+        id: Self.first, fromUserID: contact, toUserID: 1, content: "zyzzyva at the café 你好世界",
+        createdAt: "2026-06-01T00:00:00.000Z"),
+      Message(
+        id: Self.second, fromUserID: 1, toUserID: contact, content: "another zyzzyva AND( NEAR \"x",
+        createdAt: "2026-06-01T00:00:01.000Z"),
     ])
     try chats.send(to: contact, content: "unsent zyzzyva")
     return (folder, path)
@@ -32,7 +36,9 @@ import Testing
     #expect(hits.map { $0["messageId"] as? Int64 }.compactMap { $0 } == [Self.second, Self.first])
     #expect((hits[1]["snippet"] as? String)?.contains("«zyzzyva»") == true)
 
-    for (query, id) in [("cafe", Self.first), ("世界", Self.first), ("AND(", Self.second), ("\"x", Self.second), ("NEAR", Self.second)] {
+    for (query, id) in [
+      ("cafe", Self.first), ("世界", Self.first), ("AND(", Self.second), ("\"x", Self.second), ("NEAR", Self.second),
+    ] {
       run = try chatdb("search", "--db", path, query, "--json")
       #expect(run.status == 0, "\(query): \(run.stderr)")
       hits = try #require(try fileResult(run)["hits"] as? [[String: Any]])
@@ -91,7 +97,9 @@ import Testing
     let (folder, path) = try Self.generated()
     defer { withExtendedLifetime(folder) {} }
     var run = try chatdb("index", "list", "--db", path)
-    #expect(run.stdout.contains("MessageSearch ") && run.stdout.contains("MessageSearchCJK") && run.stdout.contains("RequestSearch"))
+    #expect(
+      run.stdout.contains("MessageSearch ") && run.stdout.contains("MessageSearchCJK")
+        && run.stdout.contains("RequestSearch"))
     run = try chatdb("usage", "--db", path, "--json")
     let before = try #require(try fileResult(run)["searchIndexBytes"] as? Int64)
     #expect(before > 0)
@@ -127,7 +135,9 @@ import Testing
   @Test func killedImportLeavesTheIndexEqualToItsRows() throws {
     let folder = try TemporaryFolder()
     let history = folder.file("h.ndjson")
-    var run = try chatdb("generate", "--user", "1", "--contacts", "50", "--messages", "150000", "--seed", "5", "--format", "ndjson", "-o", history)
+    var run = try chatdb(
+      "generate", "--user", "1", "--contacts", "50", "--messages", "150000", "--seed", "5", "--format", "ndjson", "-o",
+      history)
     #expect(run.status == 0, "\(run.stderr)")
     let path = folder.file("chats-1.db")
     let process = Process()

@@ -13,7 +13,8 @@ import Testing
 
   static func generate(_ folder: TemporaryFolder, user: Int = 1, messages: Int = 5_000) throws {
     let run = try chatdb(
-      "generate", "--user", String(user), "--contacts", "20", "--messages", String(messages), "--seed", "5", "--data-dir", folder.path)
+      "generate", "--user", String(user), "--contacts", "20", "--messages", String(messages), "--seed", "5",
+      "--data-dir", folder.path)
     #expect(run.status == 0, "\(run.stderr)")
   }
 
@@ -33,7 +34,8 @@ import Testing
     let folder = try TemporaryFolder()
     try Self.generate(folder)
     let path = folder.file("chats-1.db")
-    let run = try chatdb("usage", "--user", "1", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
+    let run = try chatdb(
+      "usage", "--user", "1", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
     #expect(run.status == 0, "\(run.stderr)")
     let json = try fileResult(run)
     #expect(json["totalBytes"] as? Int == Int(FileSystem.databaseSize(atPath: path)))
@@ -46,7 +48,8 @@ import Testing
     #expect(disk["level"] as? String == "ok")
     #expect((disk["available"] as? Int ?? 0) > 0)
 
-    let text = try chatdb("usage", "--user", "1", "--data-dir", folder.path, "--warn-below", "0%", "--critical-below", "0%")
+    let text = try chatdb(
+      "usage", "--user", "1", "--data-dir", folder.path, "--warn-below", "0%", "--critical-below", "0%")
     #expect(text.status == 0)
     #expect(text.stdout.contains("Top 10 of"))
     #expect(text.stdout.contains("Messages_by_created_at"))
@@ -61,7 +64,8 @@ import Testing
   func checkMakesTheExitCodeTheLevel(thresholds: [String], status: Int32, level: String) throws {
     let folder = try TemporaryFolder()
     try Self.generate(folder)
-    let run = try chatdb(["usage", "--user", "1", "--data-dir", folder.path, "--check", "--now", Self.now] + thresholds)
+    let run = try chatdb(
+      ["usage", "--user", "1", "--data-dir", folder.path, "--check", "--now", Self.now] + thresholds)
     #expect(run.status == status, "\(run.stderr)")
     #expect(run.stdout.contains(": \(level) (low below"))
     if status != 0 {
@@ -69,12 +73,18 @@ import Testing
       // A suggestion runs as printed: same data folder, same --now (issue 9, item 4).
       let printed = "chatdb evict --data-dir \(folder.path) --user 1 --older-than 180d --now 2026-01-01T00:00:00.000Z"
       #expect(run.stdout.contains(printed + "  frees"), "\(run.stdout)")
-      let dry = try chatdb("evict", "--user", "1", "--data-dir", folder.path, "--older-than", "180d", "--now", Self.now, "--dry-run", "--json")
+      let dry = try chatdb(
+        "evict", "--user", "1", "--data-dir", folder.path, "--older-than", "180d", "--now", Self.now, "--dry-run",
+        "--json")
       let plan = try fileResult(dry)
       let frees = (plan["fileBytes"] as? Int ?? 0) - (plan["expectedSize"] as? Int ?? 0)
-      let json = try summary(try chatdb(["usage", "--user", "1", "--data-dir", folder.path, "--json", "--now", Self.now] + thresholds))
+      let json = try summary(
+        try chatdb(["usage", "--user", "1", "--data-dir", folder.path, "--json", "--now", Self.now] + thresholds))
       let suggestions = try #require(json["suggestions"] as? [[String: Any]])
-      let byAge = try #require(suggestions.first { ($0["command"] as? String)?.hasSuffix("--older-than 180d --now 2026-01-01T00:00:00.000Z") == true })
+      let byAge = try #require(
+        suggestions.first {
+          ($0["command"] as? String)?.hasSuffix("--older-than 180d --now 2026-01-01T00:00:00.000Z") == true
+        })
       #expect(byAge["frees"] as? Int == frees)
       // Run exactly as printed (without the program name), it deletes what it promised.
       let words = printed.split(separator: " ").dropFirst().map(String.init)
@@ -91,7 +101,8 @@ import Testing
     let broken = folder.file("chats-2.db")
     try FileManager.default.removeItem(atPath: broken)
     try Data(repeating: 0x41, count: 8192).write(to: URL(fileURLWithPath: broken))
-    let run = try chatdb("usage", "--all", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
+    let run = try chatdb(
+      "usage", "--all", "--data-dir", folder.path, "--json", "--warn-below", "0%", "--critical-below", "0%")
     #expect(run.status == 1)
     #expect(run.stdout.contains("chats-2.db"))
     let json = try envelope(run)
@@ -115,7 +126,9 @@ import Testing
     let path = folder.file("chats-1.db")
     let before = try Self.messageIDs(path)
     let outbox = try Self.outbox(path)
-    let args = ["evict", "--user", "1", "--data-dir", folder.path, "--older-than", "90d", "--keep-last", "10", "--now", Self.now]
+    let args = [
+      "evict", "--user", "1", "--data-dir", folder.path, "--older-than", "90d", "--keep-last", "10", "--now", Self.now,
+    ]
     let dry = try chatdb(args + ["--dry-run", "--json"])
     #expect(dry.status == 0, "\(dry.stderr)")
     #expect(try Self.messageIDs(path) == before)
@@ -135,7 +148,8 @@ import Testing
   }
 
   @Test(arguments: [
-    [String](), ["--least-recent"], ["--older-than", "90x"], ["--max-size", "lots"], ["--conversation", "abc"], ["--keep-last", "-1"],
+    [String](), ["--least-recent"], ["--older-than", "90x"], ["--max-size", "lots"], ["--conversation", "abc"],
+    ["--keep-last", "-1"],
   ])
   func badPoliciesAreUsageErrors(options: [String]) throws {
     let folder = try TemporaryFolder()

@@ -89,7 +89,9 @@ func makeDatabase(at version: Int, path: String, owner: Int64) throws {
   guard version >= 1 else { return }
   let peer = owner + 1000
   try db.execute("INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, 'Owner', NULL, NULL)", [owner])
-  try db.execute("INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, 'Zoë 李', 'https://a.invalid/z.png', '2026-11-01T00:00:00Z')", [peer])
+  try db.execute(
+    "INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, 'Zoë 李', 'https://a.invalid/z.png', '2026-11-01T00:00:00Z')",
+    [peer])
   let messageColumns = try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) }
   let hasConversation = messageColumns.contains("conversation_id")
   for i in 1...5 {

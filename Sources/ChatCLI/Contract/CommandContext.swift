@@ -94,7 +94,9 @@ public final class CommandContext: @unchecked Sendable {
       counts["ok"] = .int(Int64(files.count - failed))
       counts["failed"] = .int(Int64(failed))
       reportOutput.writeLine(envelope(files: files, summary: counts, extra: [:]).render())
-      if columns == nil, case .failure(let failure) = files.first?.outcome { stderr.writeLine("Error: " + failure.message.oneLine) }
+      if columns == nil, case .failure(let failure) = files.first?.outcome {
+        stderr.writeLine("Error: " + failure.message.oneLine)
+      }
       return
     }
     guard let columns else {
@@ -149,7 +151,8 @@ public final class CommandContext: @unchecked Sendable {
   ) -> [FileReport] {
     let many = targets.count > 1
     let progress = many ? LockedProgress(progress(label, total: Int64(targets.count), unit: "files")) : nil
-    let single = FileProgress(many ? nil : { [stderr] total in Progress(label: label, total: total, unit: unit, output: stderr) })
+    let single = FileProgress(
+      many ? nil : { [stderr] total in Progress(label: label, total: total, unit: unit, output: stderr) })
     let slots = Slots<FileReport>(count: targets.count)
     let next = Counter()
     let workers = max(1, min(jobs, targets.count))
@@ -191,7 +194,8 @@ extension CommandContext {
     if sqlite.code & 0xFF == SQLiteError.ResultCode.ioError {
       let verb = sqlite.sql?.split(separator: " ").first?.uppercased() ?? ""
       let reading = ["SELECT", "WITH", "PRAGMA", "EXPLAIN"].contains(verb)
-      return StoreError.from(sqlite, path: path, doing: reading ? "read" : "write", otherwise: reading ? .readFailed : .writeFailed)
+      return StoreError.from(
+        sqlite, path: path, doing: reading ? "read" : "write", otherwise: reading ? .readFailed : .writeFailed)
     }
     return error
   }
@@ -232,7 +236,9 @@ public struct FileResult: Sendable {
   /// Figures summed over the files into the envelope's `summary` (e.g. `bytesFreed`).
   public var totals: [String: Int64]
 
-  public init(json: JSONValue, text: String, row: [String] = [], status: ExitCode = .success, totals: [String: Int64] = [:]) {
+  public init(
+    json: JSONValue, text: String, row: [String] = [], status: ExitCode = .success, totals: [String: Int64] = [:]
+  ) {
     self.json = json
     self.text = text
     self.row = row

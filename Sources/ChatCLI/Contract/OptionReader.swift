@@ -63,10 +63,12 @@ public struct OptionReader {
 
   private mutating func declare(_ option: Option) {
     if isDescribing {
-      precondition(!options.contains { !Set($0.names).isDisjoint(with: option.names) }, "option \(option.names) declared twice")
+      precondition(
+        !options.contains { !Set($0.names).isDisjoint(with: option.names) }, "option \(option.names) declared twice")
     } else {
       // Reading mode sees exactly the declarations of describing mode (see `ParsableOptions`).
-      precondition(parsed!.command.option(named: option.primaryName) != nil, "option \(option.primaryName) read but not declared")
+      precondition(
+        parsed!.command.option(named: option.primaryName) != nil, "option \(option.primaryName) read but not declared")
     }
     options.append(option)
   }

@@ -19,11 +19,13 @@ public struct StoreSelection: Sendable {
     dataDirectory =
       o.option(
         "--data-dir", valueName: "dir",
-        help: "The folder of chats-<id>.db files (default: $\(StoreLocation.environmentKey), else ~/.local/share/chatdb).",
+        help:
+          "The folder of chats-<id>.db files (default: $\(StoreLocation.environmentKey), else ~/.local/share/chatdb).",
         parse: Parse.path) ?? StoreLocation.defaultDataDirectory()
     user = o.option(
       "--user", valueName: "id", help: "The user whose database to use: <data-dir>/chats-<id>.db.", parse: Parse.userID)
-    db = o.option("--db", valueName: "path", help: "A database file given by path, instead of --user.", parse: Parse.path)
+    db = o.option(
+      "--db", valueName: "path", help: "A database file given by path, instead of --user.", parse: Parse.path)
     if allowsAll {
       all = o.flag("--all", help: "Every chats-*.db file in the data folder.")
       jobs = StoreSelection.jobs(&o)
@@ -38,7 +40,9 @@ public struct StoreSelection: Sendable {
     o.option(
       "--jobs", valueName: "n", help: "With many files: how many to work on at once (default: the number of cores).",
       parse: { text -> Int? in
-        guard let n = try Parse.count(text), n >= 1, n <= 1024 else { throw InvalidValue("expected a number from 1 to 1024") }
+        guard let n = try Parse.count(text), n >= 1, n <= 1024 else {
+          throw InvalidValue("expected a number from 1 to 1024")
+        }
         return n
       }) ?? ProcessInfo.processInfo.activeProcessorCount
   }
@@ -47,17 +51,22 @@ public struct StoreSelection: Sendable {
   public func validate() throws {
     let given = [user != nil, db != nil, all].filter { $0 }.count
     if given == 0 {
-      throw ValidationError(allowsAll ? "Missing '--user <id>', '--db <path>' or '--all'" : "Missing '--user <id>' or '--db <path>'")
+      throw ValidationError(
+        allowsAll ? "Missing '--user <id>', '--db <path>' or '--all'" : "Missing '--user <id>' or '--db <path>'")
     }
     if given > 1 {
-      throw ValidationError(allowsAll ? "Use only one of '--user <id>', '--db <path>' and '--all'" : "Use only one of '--user <id>' and '--db <path>'")
+      throw ValidationError(
+        allowsAll
+          ? "Use only one of '--user <id>', '--db <path>' and '--all'"
+          : "Use only one of '--user <id>' and '--db <path>'")
     }
   }
 
   /// The one file named by `--user` or `--db` (nil with `--all`).
   public var single: FileTarget? {
     if let user {
-      return FileTarget(path: StoreLocation.path(forUser: user, in: dataDirectory), userID: user, dataFolder: dataDirectory)
+      return FileTarget(
+        path: StoreLocation.path(forUser: user, in: dataDirectory), userID: user, dataFolder: dataDirectory)
     }
     if let db { return FileTarget(path: db, userID: StoreLocation.userID(fromFileName: db)) }
     return nil

@@ -14,10 +14,16 @@ public enum SearchOutput {
       with = o.option("--with", valueName: "id", help: "Only the conversation with this user.", parse: Parse.userID)
       before = o.option(
         "--before", valueName: "id",
-        help: "Only results older than this message id (or the 'older' cursor a page printed, such as r12@2026-01-01T00:00:00.000Z).",
+        help:
+          "Only results older than this message id (or the 'older' cursor a page printed, such as r12@2026-01-01T00:00:00.000Z).",
         parse: Parse.searchCursor)
-      limit = o.option("--limit", valueName: "n", help: "At most this many results (default 50).", parse: Parse.count(from: 1, to: 10_000)) ?? 50
-      text = o.argument("text", help: "What to find: every word must match (case and accents ignored; CJK anywhere in a run).") ?? ""
+      limit =
+        o.option(
+          "--limit", valueName: "n", help: "At most this many results (default 50).",
+          parse: Parse.count(from: 1, to: 10_000)) ?? 50
+      text =
+        o.argument(
+          "text", help: "What to find: every word must match (case and accents ignored; CJK anywhere in a run).") ?? ""
     }
 
     /// TEXT is required and must hold more than spaces.
@@ -73,7 +79,11 @@ public enum SearchOutput {
       }
     }
     if let older = page.older {
-      if case .message(let id) = older { lines.append("(older: --before \(id))") } else { lines.append("(older: --before \(older))") }
+      if case .message(let id) = older {
+        lines.append("(older: --before \(id))")
+      } else {
+        lines.append("(older: --before \(older))")
+      }
     }
     return lines.joined(separator: "\n")
   }

@@ -61,13 +61,17 @@ public enum HistoryExporter {
       var counts = HistoryTrailer()
       let schemaVersion = Int(try db.int64("PRAGMA user_version") ?? 0)
       out.write(
-        HistoryHeader(schemaVersion: schemaVersion, userID: owner, exportedAt: Timestamp.now(), filters: filter.headerFields))
+        HistoryHeader(
+          schemaVersion: schemaVersion, userID: owner, exportedAt: Timestamp.now(), filters: filter.headerFields))
 
       // Users: everyone, or the owner and the one contact of a conversation.
       let users =
         filter.conversation == nil
         ? ("SELECT id, name, avatar_url, last_connected_at FROM Users ORDER BY id", [any DatabaseValueConvertible]())
-        : ("SELECT id, name, avatar_url, last_connected_at FROM Users WHERE id IN (?, ?) ORDER BY id", [owner, filter.conversation!])
+        : (
+          "SELECT id, name, avatar_url, last_connected_at FROM Users WHERE id IN (?, ?) ORDER BY id",
+          [owner, filter.conversation!]
+        )
       try db.prepare(users.0).forEachRow(users.1) { row in
         out.begin(type: "user")
         out.field("id", row.int64(0))

@@ -31,8 +31,13 @@ struct ContactProfiles {
     ownerName = ContactNames.name(&random)
     ownerHasAvatar = random.below(10) < 8
     let count = generator.contactCount
-    var ids: [Int64] = [], read: [Int64] = [], delivered: [Int64] = [], firstUnread: [Int] = []
-    var hides: [Bool] = [], avatars: [Bool] = [], names: [String] = []
+    var ids: [Int64] = []
+    var read: [Int64] = []
+    var delivered: [Int64] = []
+    var firstUnread: [Int] = []
+    var hides: [Bool] = []
+    var avatars: [Bool] = []
+    var names: [String] = []
     ids.reserveCapacity(count)
     let end = generator.end
     for i in 0..<count {
@@ -45,7 +50,8 @@ struct ContactProfiles {
       let lagKind = random.below(100)
       let deliverLag =
         lagKind < 50
-        ? random.within(0...1_800_000) : lagKind < 85 ? random.within(1_800_000...28_800_000) : random.within(28_800_000...86_400_000)
+        ? random.within(0...1_800_000)
+        : lagKind < 85 ? random.within(1_800_000...28_800_000) : random.within(28_800_000...86_400_000)
       let readLag = deliverLag + Int64(Double(Self.maximumReadLag - deliverLag) * random.unit())
       let unreadBudget = random.below(3) == 0 ? 1 + random.below(Self.maximumUnread) : 0
       read.append(end - readLag)

@@ -27,7 +27,9 @@ struct HistoryTimeline {
   static let hour: Int64 = 3_600_000
   static let day: Int64 = 86_400_000
   /// How likely a session is to start in each UTC hour, relative to the others.
-  static let hourlyWeights: [Int64] = [6, 3, 2, 1, 1, 1, 2, 4, 7, 9, 10, 10, 11, 10, 9, 9, 10, 11, 12, 13, 14, 14, 12, 9]
+  static let hourlyWeights: [Int64] = [
+    6, 3, 2, 1, 1, 1, 2, 4, 7, 9, 10, 10, 11, 10, 9, 9, 10, 11, 12, 13, 14, 14, 12, 9,
+  ]
   static let meanSessionLength = 8.0
   /// The mean of `rawGap` (ms).
   static let meanRawGap = 89_775.0

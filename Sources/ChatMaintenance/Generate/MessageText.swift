@@ -169,7 +169,9 @@ struct MessageText: Sendable {
     var fragments: [(text: String, fragment: Fragment)] = []
     var byKind: [[Fragment]] = Array(repeating: [], count: Kind.allCases.count)
     var bytesPerCharacter = 1
-    func add(_ kind: Kind, _ texts: [String], joinsPrevious: Bool = false, joinsNext: Bool = false, canStart: Bool = true) {
+    func add(
+      _ kind: Kind, _ texts: [String], joinsPrevious: Bool = false, joinsNext: Bool = false, canStart: Bool = true
+    ) {
       for text in texts {
         let bytes = Array(text.utf8)
         let characters = Self.characterCount(of: text)
@@ -191,7 +193,9 @@ struct MessageText: Sendable {
     add(.cjk, Self.cjkPhrases)
     add(.cjkPunctuation, ["，", "。", "！", "？", "…", "～"], joinsPrevious: true, canStart: false)
     add(.emoji, Self.emoji)
-    add(.punctuation, [",", ",", ",", ".", ".", "!", "?", "...", "?!", "!!", ":", ";"], joinsPrevious: true, canStart: false)
+    add(
+      .punctuation, [",", ",", ",", ".", ".", "!", "?", "...", "?!", "!!", ":", ";"], joinsPrevious: true,
+      canStart: false)
     add(.punctuation, [":)", ";)", ":D", "xD", "-", "&", "+1", "@"])
     add(.hostile, ["\n"], joinsPrevious: true, joinsNext: true, canStart: false)
     add(.hostile, ["\n\n", "\t", "\n- "], joinsPrevious: true, joinsNext: true, canStart: false)
@@ -217,7 +221,8 @@ struct MessageText: Sendable {
       (.opener, 6),
     ])
     let cjk = style(
-      [(.cjk, 780), (.cjkPunctuation, 110), (.emoji, 70), (.word, 50), (.hostile, 10), (.punctuation, 4)], spaced: false,
+      [(.cjk, 780), (.cjkPunctuation, 110), (.emoji, 70), (.word, 50), (.hostile, 10), (.punctuation, 4)],
+      spaced: false,
       capitalizes: false)
     let emoji = style([(.emoji, 640), (.word, 300), (.punctuation, 60), (.cjk, 24)], capitalizes: false)
     let code = style([(.word, 560), (.hostile, 330), (.opener, 60), (.punctuation, 74)], capitalizes: false)

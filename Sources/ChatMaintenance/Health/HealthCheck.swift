@@ -137,11 +137,14 @@ public struct HealthCheck: Sendable {
       report.outcome = .damaged(
         "\(db.path): damaged: \(problems.count >= Self.integrityLineLimit ? "\(Self.integrityLineLimit)+" : "\(problems.count)") integrity problem(s), first: \(problems[0])"
       )
-      report.findings.append(HealthFinding(check: "integrity", severity: .error, count: Int64(problems.count), detail: problems[0]))
+      report.findings.append(
+        HealthFinding(check: "integrity", severity: .error, count: Int64(problems.count), detail: problems[0]))
       return
     }
 
-    let foreignKeys = try db.query("SELECT \"table\", count(*) FROM pragma_foreign_key_check GROUP BY 1 ORDER BY 1") { ($0.string(0), $0.int64(1)) }
+    let foreignKeys = try db.query("SELECT \"table\", count(*) FROM pragma_foreign_key_check GROUP BY 1 ORDER BY 1") {
+      ($0.string(0), $0.int64(1))
+    }
     if !foreignKeys.isEmpty {
       report.findings.append(
         HealthFinding(
@@ -173,7 +176,8 @@ public struct HealthCheck: Sendable {
       report.findings.append(
         HealthFinding(
           check: "schema-version", severity: .error, count: 1,
-          detail: "version \(status.version) is newer than this chatdb knows (\(status.latestVersion)); schema not compared"))
+          detail:
+            "version \(status.version) is newer than this chatdb knows (\(status.latestVersion)); schema not compared"))
       return
     }
     let reference = try SchemaReference.database(version: status.version)
@@ -204,12 +208,16 @@ public struct HealthCheck: Sendable {
     if messageColumns.contains("status") {
       let allowed = MessageStatus.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
       let bad = "FROM Messages WHERE status IS NULL OR status NOT IN (\(allowed))"
-      try count("message-status", .error, try values("SELECT status, count(*) \(bad) GROUP BY 1 ORDER BY 2 DESC LIMIT 5"), "SELECT count(*) \(bad)")
+      try count(
+        "message-status", .error, try values("SELECT status, count(*) \(bad) GROUP BY 1 ORDER BY 2 DESC LIMIT 5"),
+        "SELECT count(*) \(bad)")
     }
     if requestColumns.contains("status") {
       let allowed = MessageRequestStatus.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
       let bad = "FROM MessageRequests WHERE status IS NULL OR status NOT IN (\(allowed))"
-      try count("request-status", .error, try values("SELECT status, count(*) \(bad) GROUP BY 1 ORDER BY 2 DESC LIMIT 5"), "SELECT count(*) \(bad)")
+      try count(
+        "request-status", .error, try values("SELECT status, count(*) \(bad) GROUP BY 1 ORDER BY 2 DESC LIMIT 5"),
+        "SELECT count(*) \(bad)")
       if requestColumns.contains("last_sent_at") {
         try count(
           "request-sent-without-time", .error, "SENT requests with last_sent_at NULL",
@@ -218,7 +226,8 @@ public struct HealthCheck: Sendable {
     }
     if requestColumns.contains("fail_count") {
       try count(
-        "request-negative-fail-count", .error, "requests with fail_count < 0", "SELECT count(*) FROM MessageRequests WHERE fail_count < 0")
+        "request-negative-fail-count", .error, "requests with fail_count < 0",
+        "SELECT count(*) FROM MessageRequests WHERE fail_count < 0")
     }
     if messageColumns.contains("created_at") {
       // julianday() reads ISO 8601 with or without fractions and a trailing Z; NULL for anything else.
@@ -244,7 +253,9 @@ public struct HealthCheck: Sendable {
   /// The chat list read from `ConversationSummaries` against the same list computed
   /// from the tables (the definition the triggers and bulk jobs keep it equal to).
   func checkSummaries(_ db: Database, into report: inout HealthReport) throws {
-    guard try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'ConversationSummaries'") == 1 else { return }
+    guard
+      try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'ConversationSummaries'") == 1
+    else { return }
     func rows(_ query: HotQuery) throws -> [Int64: String] {
       var rows: [Int64: String] = [:]
       try db.cachedStatement(query.sql).forEachRow([-1]) { row in
@@ -253,7 +264,9 @@ public struct HealthCheck: Sendable {
       return rows
     }
     // A table or column the lists need is missing: the schema findings say so.
-    guard let stored = try? rows(HotQuery.conversationList), let computed = try? rows(HotQuery.conversationListFromTables) else {
+    guard let stored = try? rows(HotQuery.conversationList),
+      let computed = try? rows(HotQuery.conversationListFromTables)
+    else {
       return
     }
     let differing = Set(stored.keys).union(computed.keys).filter { stored[$0] != computed[$0] }.sorted()

@@ -111,7 +111,9 @@ public enum IndexTools {
       "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY name"
     ) { ($0.string(0), $0.string(1), $0.string(2)) }
     return try rows.map { name, table, sql in
-      let columns = try db.query("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [name]) { $0.optionalString(0) ?? "<expr>" }
+      let columns = try db.query("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [name]) {
+        $0.optionalString(0) ?? "<expr>"
+      }
       return IndexEntry(name: name, table: table, columns: columns, bytes: 0, state: .expected, sql: sql)
     }
   }
@@ -134,10 +136,14 @@ public enum IndexTools {
   static func indexSizes(_ db: Database) throws -> [String: Int64] {
     var sizes: [String: Int64] = [:]
     do {
-      try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { sizes[$0.string(0)] = $0.int64(1) }
+      try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow {
+        sizes[$0.string(0)] = $0.int64(1)
+      }
       for search in try searchIndexes(in: db) {
-        sizes[search.name] = sizes.filter { $0.key.hasPrefix(search.name + "_") && !$0.key.dropFirst(search.name.count + 1).contains("_") }
-          .reduce(0) { $0 + $1.value }
+        sizes[search.name] = sizes.filter {
+          $0.key.hasPrefix(search.name + "_") && !$0.key.dropFirst(search.name.count + 1).contains("_")
+        }
+        .reduce(0) { $0 + $1.value }
       }
     } catch let error as SQLiteError where !error.isCorruptOrNotADatabase && !error.isBusy {
       return [:]
@@ -167,7 +173,8 @@ public enum IndexTools {
         let plan = try query.plan(in: db)
         let findings = try query.findings(in: db)
         return HotQueryCheck(
-          name: query.name, plan: plan.joined(separator: "; "), scans: findings.map(\.table), error: nil, findings: findings)
+          name: query.name, plan: plan.joined(separator: "; "), scans: findings.map(\.table), error: nil,
+          findings: findings)
       } catch {
         let reason = (error as? SQLiteError)?.message ?? String(describing: error)
         return HotQueryCheck(name: query.name, plan: "", scans: [], error: reason)
@@ -184,7 +191,9 @@ public enum IndexTools {
     let entries = try list(db)
     var statements = entries.filter { $0.state == .missing }.map(\.sql)
     if dropUnknown {
-      statements += entries.filter { $0.state == .unknown }.map { "DROP INDEX \"\($0.name.replacingOccurrences(of: "\"", with: "\"\""))\"" }
+      statements += entries.filter { $0.state == .unknown }.map {
+        "DROP INDEX \"\($0.name.replacingOccurrences(of: "\"", with: "\"\""))\""
+      }
     }
     return statements
   }

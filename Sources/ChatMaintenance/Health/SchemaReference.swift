@@ -107,7 +107,8 @@ extension SchemaReference {
   /// ones with the same name but different columns (tables) or SQL (the rest).
   public static func compare(_ db: Database, with reference: Database) throws -> [SchemaDifference] {
     let found = Dictionary(try objects(in: db).map { ("\($0.type) \($0.name)", $0) }, uniquingKeysWith: { a, _ in a })
-    let expected = Dictionary(try objects(in: reference).map { ("\($0.type) \($0.name)", $0) }, uniquingKeysWith: { a, _ in a })
+    let expected = Dictionary(
+      try objects(in: reference).map { ("\($0.type) \($0.name)", $0) }, uniquingKeysWith: { a, _ in a })
     var differences: [SchemaDifference] = []
     for key in expected.keys.sorted() {
       let want = expected[key]!
@@ -123,7 +124,9 @@ extension SchemaReference {
           let extra = b.filter { !a.contains($0) }.map { "extra \($0)" }
           let changes = missing + extra
           differences.append(
-            SchemaDifference(kind: .different, object: have, detail: changes.isEmpty ? "column order" : changes.joined(separator: "; ")))
+            SchemaDifference(
+              kind: .different, object: have, detail: changes.isEmpty ? "column order" : changes.joined(separator: "; ")
+            ))
         }
       } else if want.sql != have.sql {
         differences.append(SchemaDifference(kind: .different, object: have, detail: "SQL differs"))

@@ -18,7 +18,8 @@ public enum SearchIndexCheck {
 
   /// Whether the file has the search indexes (schema version 5 or later).
   public static func exists(_ db: Database) throws -> Bool {
-    try db.int64("SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch')") == 3
+    try db.int64(
+      "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch')") == 3
   }
 
   /// The problems found, one line each (empty: the indexes are sound and, with
@@ -33,7 +34,8 @@ public enum SearchIndexCheck {
     defer { if queryOnly { try? db.execute("PRAGMA query_only = ON") } }
     var problems: [String] = []
     for table in tables {
-      do { try db.execute("INSERT INTO \(table) (\(table)) VALUES ('integrity-check')") } catch let error as SQLiteError {
+      do { try db.execute("INSERT INTO \(table) (\(table)) VALUES ('integrity-check')") } catch let error as SQLiteError
+      {
         if error.isBusy { throw error }
         // Opened with SQLITE_OPEN_READONLY (another process holds the WAL): the command
         // cannot run, and the comparison with the rows below still does.
@@ -67,8 +69,12 @@ public enum SearchIndexCheck {
         try? db.execute("DROP TABLE IF EXISTS temp.chatdb_vocab_live")
         try? db.execute("DROP TABLE IF EXISTS temp.chatdb_vocab_ref")
       }
-      let extra = try db.int64("SELECT count(*) FROM (SELECT * FROM temp.chatdb_vocab_live EXCEPT SELECT * FROM temp.chatdb_vocab_ref)") ?? 0
-      let missing = try db.int64("SELECT count(*) FROM (SELECT * FROM temp.chatdb_vocab_ref EXCEPT SELECT * FROM temp.chatdb_vocab_live)") ?? 0
+      let extra =
+        try db.int64(
+          "SELECT count(*) FROM (SELECT * FROM temp.chatdb_vocab_live EXCEPT SELECT * FROM temp.chatdb_vocab_ref)") ?? 0
+      let missing =
+        try db.int64(
+          "SELECT count(*) FROM (SELECT * FROM temp.chatdb_vocab_ref EXCEPT SELECT * FROM temp.chatdb_vocab_live)") ?? 0
       if extra + missing > 0 {
         problems.append(
           "\(live): \(missing) entr\(missing == 1 ? "y" : "ies") of the text missing and \(extra) not in the text "
@@ -86,7 +92,8 @@ public enum SearchIndexCheck {
       try db.execute("CREATE VIRTUAL TABLE temp.\(name) USING fts5 (\(options))")
     }
     try db.execute("INSERT INTO temp.chatdb_ref_words (rowid, content) SELECT id, content FROM Messages")
-    try db.execute("INSERT INTO temp.chatdb_ref_requests (rowid, content) SELECT request_id, content FROM RequestSearchText")
+    try db.execute(
+      "INSERT INTO temp.chatdb_ref_requests (rowid, content) SELECT request_id, content FROM RequestSearchText")
     let insert = try db.prepare("INSERT INTO temp.chatdb_ref_cjk (rowid, content) VALUES (?1, ?2)")
     var rows: [(Int64, String)] = []
     try db.prepare("SELECT id, content FROM Messages WHERE \(SearchIndexBuilder.cjkRows)").forEachRow {

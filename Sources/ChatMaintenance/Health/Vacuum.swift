@@ -47,14 +47,16 @@ public enum DatabaseVacuum {
   /// into the WAL beside the file: when both folders are on one file system, that file
   /// system needs room for two copies (measured on a tmpfs: 2.0× the file).
   public static func run(
-    path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of, temporaryFolder temporary: String? = nil
+    path: String, into: String? = nil, diskSpace: DiskSpaceProbe = DiskSpace.of,
+    temporaryFolder temporary: String? = nil
   ) throws -> VacuumReport {
     guard FileSystem.exists(path) else { throw StoreError(.notFound, "\(path): no such file", path: path) }
     if let into {
       let source = URL(fileURLWithPath: path).standardizedFileURL.path
       let target = URL(fileURLWithPath: into).standardizedFileURL.path
       if ["", "-wal", "-shm", "-journal"].contains(where: { source + $0 == target }) {
-        throw StoreError(.badInput, "\(into) is the database or one of its companion files; VACUUM INTO needs a new file", path: into)
+        throw StoreError(
+          .badInput, "\(into) is the database or one of its companion files; VACUUM INTO needs a new file", path: into)
       }
     }
     if let into, FileSystem.exists(into) {
@@ -91,6 +93,7 @@ public enum DatabaseVacuum {
     } catch {
       throw StoreError.from(error, path: path, doing: "vacuum")
     }
-    return VacuumReport(path: path, into: into, bytesBefore: before, bytesAfter: FileSystem.databaseSize(atPath: into ?? path))
+    return VacuumReport(
+      path: path, into: into, bytesBefore: before, bytesAfter: FileSystem.databaseSize(atPath: into ?? path))
   }
 }

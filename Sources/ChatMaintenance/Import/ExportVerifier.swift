@@ -48,7 +48,7 @@ public enum ExportVerifier {
     }
     var records: Int64 = 0
     var trailer: HistoryTrailer?
-    while let _ = try lines.nextLine({ line -> Bool in
+    while (try lines.nextLine({ line -> Bool in
       decoded += Int64(line.count) + 1
       if hasPrefix(line, #"{"type":"trailer""#), (try? parser.parse(line)) == .trailer {
         do { trailer = try parser.trailer() } catch {
@@ -58,12 +58,13 @@ public enum ExportVerifier {
         records += 1
       }
       return true
-    }) {}
+    })) != nil {}
     guard let trailer else {
       throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
     }
     guard trailer.total == records else {
-      throw StoreError(.badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
+      throw StoreError(
+        .badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
     }
     return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
   }

@@ -126,7 +126,10 @@ public final class HistoryImporter {
       try writer.finish()
     } catch {
       writer.abandon()
-      if let rejects { try? rejectWriter.flush(to: rejects); try? rejects.finish() }
+      if let rejects {
+        try? rejectWriter.flush(to: rejects)
+        try? rejects.finish()
+      }
       throw failure(error, source: source, line: lines.lineNumber)
     }
     if let rejects {
@@ -226,7 +229,9 @@ public final class HistoryImporter {
       kind = try parser.parse(line)
     } catch {
       // A bad line 1 that starts as a header is a bad header (never skipped).
-      if lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) { throw HeaderError(reason: error.description) }
+      if lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) {
+        throw HeaderError(reason: error.description)
+      }
       throw error
     }
     switch kind {
@@ -249,7 +254,9 @@ public final class HistoryImporter {
   }
 
   /// A header without a trailer, or a trailer that counts other records, is refused.
-  private func checkTrailer(header: HistoryHeader?, trailer: HistoryTrailer?, seen: HistoryTrailer, source: ByteSource) throws {
+  private func checkTrailer(header: HistoryHeader?, trailer: HistoryTrailer?, seen: HistoryTrailer, source: ByteSource)
+    throws
+  {
     if header != nil && trailer == nil {
       throw fail("\(source.name): the trailer is missing: the export is incomplete (truncated?)", .badInput)
     }
@@ -289,7 +296,9 @@ public final class HistoryImporter {
     }
     guard header.version <= HistoryHeader.currentVersion else {
       throw HeaderError(
-        reason: "format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb")
+        reason:
+          "format version \(header.version) is newer than this chatdb reads (\(HistoryHeader.currentVersion)); use a newer chatdb"
+      )
     }
     guard header.userID == owner else {
       throw HeaderError(reason: "this history belongs to user \(header.userID), not \(owner)")

@@ -177,9 +177,11 @@ public final class RecordWriter {
     switch error {
     case let conflict as GeneratedRecordConflict:
       return StoreError(
-        .badInput, "\(db.path) already holds \(conflict.clash) (generated with another --seed?); \(kept)", path: db.path)
+        .badInput, "\(db.path) already holds \(conflict.clash) (generated with another --seed?); \(kept)", path: db.path
+      )
     case let record as RecordError:
-      return StoreError(.badInput, "\(db.path): generated record \(currentLine) was refused: \(record); \(kept)", path: db.path)
+      return StoreError(
+        .badInput, "\(db.path): generated record \(currentLine) was refused: \(record); \(kept)", path: db.path)
     default:
       return StoreError.from(error, path: db.path, doing: "write generated records into")
     }
@@ -230,7 +232,12 @@ public final class RecordWriter {
     inBatch = 0
     if active && db.isInTransaction { try? db.execute("ROLLBACK") }
     // The batches before this one committed the bulk-load setting: put it back.
-    if active && summary.batches > 0 { try? db.inTransaction(.immediate) { _ in try search.setMerging(.normal); return .commit } }
+    if active && summary.batches > 0 {
+      try? db.inTransaction(.immediate) { _ in
+        try search.setMerging(.normal)
+        return .commit
+      }
+    }
     search.close()
     active = false
     try? settings.restore()
@@ -274,7 +281,8 @@ public final class RecordWriter {
       knownUsers.insert(u.id)
     case .message(let m):
       guard m.fromUserID == owner || m.toUserID == owner else {
-        throw RecordError("the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
+        throw RecordError(
+          "the message is between users \(m.fromUserID) and \(m.toUserID); this file belongs to \(owner)")
       }
       guard m.fromUserID != m.toUserID else {
         throw RecordError("the message is from user \(m.fromUserID) to themselves; chats are between two users")
@@ -367,7 +375,9 @@ public final class RecordWriter {
       for (m, line, segments) in pendingMessages { try insertOne(m, line: line, segments: segments) }
       return
     }
-    for (index, item) in pendingMessages.enumerated() { try bind(item.message, to: insertMessages, at: Int32(index * 8)) }
+    for (index, item) in pendingMessages.enumerated() {
+      try bind(item.message, to: insertMessages, at: Int32(index * 8))
+    }
     insertedIDs.removeAll(keepingCapacity: true)
     try db.collectingInsertedRowIDs(into: "Messages", &insertedIDs) { try insertMessages.forEachRowOfBindings { _ in } }
     let inserted = Int64(insertedIDs.count)
@@ -396,7 +406,8 @@ public final class RecordWriter {
     try search.insertedMessage(id: m.id, segments: segments)
     let conversation = m.conversationID(owner: owner)
     summaries.inserted(
-      conversation: conversation, id: m.id, createdAt: m.createdAt, unread: m.fromUserID == conversation && m.status != .read)
+      conversation: conversation, id: m.id, createdAt: m.createdAt,
+      unread: m.fromUserID == conversation && m.status != .read)
   }
 
   /// Runs an insert; a constraint failure is the record's fault and is reported as such.

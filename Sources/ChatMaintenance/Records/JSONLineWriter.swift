@@ -62,7 +62,9 @@ public struct JSONLineWriter {
 
   /// `"name":"escaped text"` or `"name":null`.
   public mutating func field(_ name: StaticString, _ value: String?) {
-    if let value { field(name, value) } else {
+    if let value {
+      field(name, value)
+    } else {
       key(name)
       append("null")
     }

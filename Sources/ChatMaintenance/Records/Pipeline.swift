@@ -62,7 +62,6 @@ public enum Pipeline<Item: Sendable> {
     private var cancelled = false
     private(set) var producerFailure: (any Error)?
 
-
     /// Producer: waits while `maxBlocks` blocks are waiting; throws once cancelled.
     func send(_ block: [Item]) throws {
       condition.lock()

@@ -31,7 +31,10 @@ public struct HistoryHeader: Hashable, Sendable {
   /// The filters it was written with (`conversation`, `since`, `until`), as given.
   public var filters: [String: String]
 
-  public init(version: Int = HistoryHeader.currentVersion, schemaVersion: Int, userID: Int64, exportedAt: String, filters: [String: String] = [:]) {
+  public init(
+    version: Int = HistoryHeader.currentVersion, schemaVersion: Int, userID: Int64, exportedAt: String,
+    filters: [String: String] = [:]
+  ) {
     self.version = version
     self.schemaVersion = schemaVersion
     self.userID = userID

@@ -35,7 +35,12 @@ public final class RecordParser {
 
   /// A parsed field value; strings live in `scratch`.
   enum Value: Equatable {
-    case absent, null, bool(Bool), int(Int64), number, string(start: Int, count: Int), object, array
+    case absent, null
+    case bool(Bool)
+    case int(Int64)
+    case number
+    case string(start: Int, count: Int)
+    case object, array
   }
 
   private(set) var values = [Value](repeating: .absent, count: Key.allCases.count)
@@ -149,7 +154,8 @@ public final class RecordParser {
   func time(_ key: Key) throws -> String {
     try withBytes(key, maxBytes: 64) { bytes in
       guard let ms = Timestamp.milliseconds(utf8: bytes) else {
-        throw RecordError.field("\(key)", "'\(String(decoding: bytes, as: UTF8.self))' is not an ISO 8601 time like 2026-01-31T12:00:00.000Z")
+        throw RecordError.field(
+          "\(key)", "'\(String(decoding: bytes, as: UTF8.self))' is not an ISO 8601 time like 2026-01-31T12:00:00.000Z")
       }
       return bytes.count == 24 ? String(decoding: bytes, as: UTF8.self) : Timestamp.string(milliseconds: ms)
     }
@@ -241,7 +247,8 @@ public final class RecordParser {
     mutating func expect(_ byte: UInt8, _ what: String) throws(RecordError) {
       skipSpace()
       guard i < bytes.count, bytes[i] == byte else {
-        throw RecordError(i < bytes.count ? "expected \(what) at byte \(i + 1)" : "the line ends early (expected \(what))")
+        throw RecordError(
+          i < bytes.count ? "expected \(what) at byte \(i + 1)" : "the line ends early (expected \(what))")
       }
       i += 1
     }
@@ -256,7 +263,9 @@ public final class RecordParser {
     }
     while true {
       s.skipSpace()
-      guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError("expected a field name at byte \(s.i + 1)") }
+      guard !s.atEnd, s.current == UInt8(ascii: "\"") else {
+        throw RecordError("expected a field name at byte \(s.i + 1)")
+      }
       let keyStart = scratch.count
       try parseString(&s)
       let key = Self.key(scratch, from: keyStart)
@@ -313,7 +322,9 @@ public final class RecordParser {
       scratch.removeSubrange(start...)
       try s.expect(UInt8(ascii: ":"), "':'")
       s.skipSpace()
-      guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError.field("filters", "values must be strings") }
+      guard !s.atEnd, s.current == UInt8(ascii: "\"") else {
+        throw RecordError.field("filters", "values must be strings")
+      }
       try parseString(&s)
       filters.append((name, String(decoding: scratch[start...], as: UTF8.self)))
       scratch.removeSubrange(start...)
@@ -334,9 +345,15 @@ public final class RecordParser {
       return .string(start: start, count: scratch.count - start)
     case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
       return try parseNumber(&s)
-    case UInt8(ascii: "n"): try literal(&s, "null"); return .null
-    case UInt8(ascii: "t"): try literal(&s, "true"); return .bool(true)
-    case UInt8(ascii: "f"): try literal(&s, "false"); return .bool(false)
+    case UInt8(ascii: "n"):
+      try literal(&s, "null")
+      return .null
+    case UInt8(ascii: "t"):
+      try literal(&s, "true")
+      return .bool(true)
+    case UInt8(ascii: "f"):
+      try literal(&s, "false")
+      return .bool(false)
     case UInt8(ascii: "{"), UInt8(ascii: "["):
       let isObject = s.current == UInt8(ascii: "{")
       let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
@@ -350,7 +367,9 @@ public final class RecordParser {
         s.skipSpace()
         let mark = scratch.count
         if isObject {
-          guard !s.atEnd, s.current == UInt8(ascii: "\"") else { throw RecordError("expected a field name at byte \(s.i + 1)") }
+          guard !s.atEnd, s.current == UInt8(ascii: "\"") else {
+            throw RecordError("expected a field name at byte \(s.i + 1)")
+          }
           try parseString(&s)
           try s.expect(UInt8(ascii: ":"), "':'")
           s.skipSpace()
@@ -397,7 +416,8 @@ public final class RecordParser {
     }
     guard digits > 0 else { throw RecordError("a number needs digits") }
     var isInteger = true
-    if !s.atEnd && (s.current == UInt8(ascii: ".") || s.current == UInt8(ascii: "e") || s.current == UInt8(ascii: "E")) {
+    if !s.atEnd && (s.current == UInt8(ascii: ".") || s.current == UInt8(ascii: "e") || s.current == UInt8(ascii: "E"))
+    {
       isInteger = false
       while !s.atEnd,
         (s.current >= 0x30 && s.current <= 0x39) || s.current == UInt8(ascii: ".") || s.current == UInt8(ascii: "e")
@@ -426,7 +446,9 @@ public final class RecordParser {
         s.i += 1
         break
       }
-      if byte < 0x20 { throw RecordError("a control character (0x\(String(byte, radix: 16))) must be escaped in a string") }
+      if byte < 0x20 {
+        throw RecordError("a control character (0x\(String(byte, radix: 16))) must be escaped in a string")
+      }
       if byte == UInt8(ascii: "\\") {
         scratch.append(contentsOf: UnsafeBufferPointer(rebasing: s.bytes[runStart..<s.i]))
         s.i += 1
@@ -443,12 +465,15 @@ public final class RecordParser {
         case UInt8(ascii: "u"):
           var scalar = try hex4(&s)
           if scalar >= 0xD800 && scalar < 0xDC00 {
-            guard s.i + 1 < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "\\"), s.bytes[s.i + 1] == UInt8(ascii: "u") else {
+            guard s.i + 1 < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "\\"), s.bytes[s.i + 1] == UInt8(ascii: "u")
+            else {
               throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
             }
             s.i += 2
             let low = try hex4(&s)
-            guard low >= 0xDC00 && low < 0xE000 else { throw RecordError("an unpaired UTF-16 surrogate in a \\u escape") }
+            guard low >= 0xDC00 && low < 0xE000 else {
+              throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
+            }
             scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
           } else if scalar >= 0xDC00 && scalar < 0xE000 {
             throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
@@ -517,12 +542,20 @@ public final class RecordParser {
       var upper: UInt8 = 0xBF
       switch b {
       case 0xC2...0xDF: need = 1
-      case 0xE0: need = 2; lower = 0xA0
+      case 0xE0:
+        need = 2
+        lower = 0xA0
       case 0xE1...0xEC, 0xEE...0xEF: need = 2
-      case 0xED: need = 2; upper = 0x9F
-      case 0xF0: need = 3; lower = 0x90
+      case 0xED:
+        need = 2
+        upper = 0x9F
+      case 0xF0:
+        need = 3
+        lower = 0x90
       case 0xF1...0xF3: need = 3
-      case 0xF4: need = 3; upper = 0x8F
+      case 0xF4:
+        need = 3
+        upper = 0x8F
       default: return i
       }
       guard i + need < n else { return i }

@@ -86,7 +86,9 @@ public struct EvictionPlanner {
   /// Measures the footprint model of this file (a `dbstat` pass and a content scan).
   public func footprint() throws -> Footprint {
     var btrees: [String: Int64] = [:]
-    try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow { btrees[$0.string(0)] = $0.int64(1) }
+    try db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE").forEachRow {
+      btrees[$0.string(0)] = $0.int64(1)
+    }
     // The message search indexes' shadow tables (MessageSearch_data, …) shrink with the rows too.
     let names = Set(
       try db.query(
@@ -94,7 +96,9 @@ public struct EvictionPlanner {
       ) { $0.string(0) })
     let messagePages = btrees.filter { names.contains($0.key) }.values.reduce(0, +)
     let (rows, content) =
-      try db.prepare("SELECT count(*), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM Messages").first { ($0.int64(0), $0.int64(1)) }
+      try db.prepare("SELECT count(*), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM Messages").first {
+        ($0.int64(0), $0.int64(1))
+      }
       ?? (0, 0)
     let model = Double(content + rows * Self.rowOverhead)
     return Footprint(scale: rows > 0 && model > 0 ? Double(messagePages) / model : 1, btreeBytes: btrees)
@@ -136,7 +140,8 @@ public struct EvictionPlanner {
     }
 
     // The base plan: counts (and bytes) of each conversation's prefix.
-    let measure = try db.prepare(footprint == nil ? HotQuery.conversationRange.sql : HotQuery.conversationRangeBytes.sql)
+    let measure = try db.prepare(
+      footprint == nil ? HotQuery.conversationRange.sql : HotQuery.conversationRangeBytes.sql)
     var parts: [Int64: (messages: Int64, content: Int64, lastID: Int64)] = [:]
     for id in conversations {
       guard let b = bound[id], b > Int64.min else { continue }
@@ -172,7 +177,9 @@ public struct EvictionPlanner {
         }
         if policy.leastRecent {
           let newest = try db.prepare(HotQuery.newestMessageOfConversation.sql)
-          let order = try conversations.map { ($0, try newest.first([$0]) { $0.int64(0) } ?? 0) }.sorted { ($0.1, $0.0) < ($1.1, $1.0) }
+          let order = try conversations.map { ($0, try newest.first([$0]) { $0.int64(0) } ?? 0) }.sorted {
+            ($0.1, $0.0) < ($1.1, $1.0)
+          }
           for (id, _) in order where gained < needed {
             let from = parts[id]?.lastID ?? Int64.min
             guard let limit = cap[id], limit > from,
@@ -186,8 +193,10 @@ public struct EvictionPlanner {
           if start < Int64.max {
             let allowed = Set(conversations)
             try scan.forEachRowUntil([start]) { row in
-              let id = row.int64(0), conversation = row.int64(1)
-              guard allowed.contains(conversation), id > (parts[conversation]?.lastID ?? Int64.min), id <= (cap[conversation] ?? Int64.min)
+              let id = row.int64(0)
+              let conversation = row.int64(1)
+              guard allowed.contains(conversation), id > (parts[conversation]?.lastID ?? Int64.min),
+                id <= (cap[conversation] ?? Int64.min)
               else { return true }
               take(conversation, messages: 1, content: row.int64(2), lastID: id)
               return gained < needed
@@ -206,7 +215,8 @@ public struct EvictionPlanner {
       let part = parts[id]!
       return EvictionPlan.Conversation(
         id: id, messages: part.messages,
-        bytes: footprint.map { Int64($0.bytes(content: part.content, rows: part.messages).rounded()) }, lastID: part.lastID)
+        bytes: footprint.map { Int64($0.bytes(content: part.content, rows: part.messages).rounded()) },
+        lastID: part.lastID)
     }
     let bytes = footprint.map { _ in planned.reduce(0) { $0 + ($1.bytes ?? 0) } }
     let expected = bytes.map { b -> Int64 in
@@ -214,7 +224,8 @@ public struct EvictionPlanner {
       return (after + pageSize - 1) / pageSize * pageSize
     }
     var plan = EvictionPlan(
-      policy: policy, cutoff: cutoff, conversations: planned, messages: planned.reduce(0) { $0 + $1.messages }, bytes: bytes,
+      policy: policy, cutoff: cutoff, conversations: planned, messages: planned.reduce(0) { $0 + $1.messages },
+      bytes: bytes,
       pageSize: pageSize, fileBytes: FileSystem.databaseSize(atPath: db.path), usedBytes: usedBytes,
       freeBytes: freePages * pageSize, expectedSize: expected, targetReachable: targetReachable, note: note,
       uniformLastID: planned.isEmpty ? nil : uniform)
@@ -229,8 +240,10 @@ public struct EvictionPlanner {
 
   /// Why a size target is out of reach: what stays in the file.
   static func explain(target: Int64, expected: Int64, footprint: Footprint, policy: EvictionPolicy) -> String {
-    let outbox = footprint.btreeBytes.filter { $0.key.hasPrefix("MessageRequests") || $0.key == "sqlite_autoindex_MessageRequests_1" }
-      .values.reduce(0, +)
+    let outbox = footprint.btreeBytes.filter {
+      $0.key.hasPrefix("MessageRequests") || $0.key == "sqlite_autoindex_MessageRequests_1"
+    }
+    .values.reduce(0, +)
     var kept: [String] = []
     if policy.keepLast > 0 { kept.append("--keep-last \(policy.keepLast)") }
     if !policy.conversations.isEmpty { kept.append("other conversations") }

@@ -187,7 +187,10 @@ public final class Evictor {
     let plan = try EvictionPlanner(database: db).plan(policy, estimateBytes: false)
     // The search indexes merge once, after the deletes (`SearchIndexUpkeep.Merging.deferred`).
     let merging = { (mode: SearchIndexUpkeep.Merging) in
-      try self.db.inTransaction(.immediate) { _ in try search.setMerging(mode); return .commit }
+      try self.db.inTransaction(.immediate) { _ in
+        try search.setMerging(mode)
+        return .commit
+      }
     }
     searchIndexes = try SearchIndexUpkeep.messageIndexes(in: db)
     if plan.messages > 0 { try merging(.deferred) }
@@ -337,14 +340,17 @@ public final class Evictor {
       self.db = db
       // A file without the unread index (dropped by hand or by `chatdb index`) is read
       // by a walk of the chunk's id range: the same rows, where `INDEXED BY` would fail.
-      let indexed = try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'Messages_unread'") == 1
+      let indexed =
+        try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'Messages_unread'") == 1
       let sql = HotQuery.unreadInIDRange.sql
       unread = try db.prepare(indexed ? sql : sql.replacingOccurrences(of: " INDEXED BY Messages_unread", with: ""))
       newest = try db.prepare(HotQuery.summariesWithNewestInIDRange.sql)
       delete = try db.prepare(HotQuery.deleteIDRange.sql)
     }
 
-    func delete(_ low: Int64, _ high: Int64, summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep) throws -> Int {
+    func delete(_ low: Int64, _ high: Int64, summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep) throws
+      -> Int
+    {
       do {
         try unread.forEachRow([low, high]) { summaries.deletedUnread(conversation: $0.int64(0), count: $0.int64(1)) }
         try newest.forEachRow([low, high]) { summaries.changed(conversation: $0.int64(0)) }
@@ -392,7 +398,9 @@ public final class Evictor {
   /// at 32 ms was seen to stop only at 44–51 ms in a slow hour; at 100, six paired runs
   /// of half of 1M took the same time (16.2 s on average) with the longest lock per run
   /// at 36.0–44.8 ms against 37.2–45.8 ms.
-  private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 100, _ body: () throws -> Int) throws -> (Int, Double)? {
+  private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 100, _ body: () throws -> Int) throws -> (
+    Int, Double
+  )? {
     let asked = Self.now()
     try db.execute("BEGIN IMMEDIATE")
     let locked = Self.now()
@@ -452,7 +460,8 @@ public final class Evictor {
       lastDataVersion = version
       lastContention = now
     }
-    let pause = now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 16 * Double.random(in: 0.5...1.5))
+    let pause =
+      now - lastContention < 2_000 ? options.politePauseMillis : max(0.5, millis / 16 * Double.random(in: 0.5...1.5))
     // A passive checkpoint copies the WAL into the file without taking the write lock,
     // so it runs in the pause (and keeps the WAL from growing without bound).
     if let limit = walLimit {
@@ -476,14 +485,16 @@ public final class Evictor {
   }
 
   private func nextChunkRows(_ rows: Int, millis: Double) -> Int {
-    options.fixedChunkRows ?? Self.scaled(rows, took: millis, aiming: options.targetChunkMillis, within: 100...options.maxChunkRows)
+    options.fixedChunkRows
+      ?? Self.scaled(rows, took: millis, aiming: options.targetChunkMillis, within: 100...options.maxChunkRows)
   }
 
   /// The next size of a chunk of `size` that took `millis`, for one that takes `target`
   /// ms: at most half as large again, at least half as large, and within `bounds`.
   static func scaled(_ size: Int, took millis: Double, aiming target: Double, within bounds: ClosedRange<Int>) -> Int {
     let scaled = Double(size) * target / max(millis, 0.5)
-    return Int(min(max(scaled, Double(size) / 2, Double(bounds.lowerBound)), Double(size) * 1.5, Double(bounds.upperBound)))
+    return Int(
+      min(max(scaled, Double(size) / 2, Double(bounds.lowerBound)), Double(size) * 1.5, Double(bounds.upperBound)))
   }
 
   // MARK: - Reclaiming
@@ -514,7 +525,8 @@ public final class Evictor {
       guard levels.first.map({ $0.merging > 0 || $0.segments >= enough }) ?? false else { continue }
       try mergeSearchIndexes(table, anyLevel: false) {
         guard let levels = try SearchIndexUpkeep.levels(db, table), let zero = levels.first else { return false }
-        return SearchIndexUpkeep.nextMergeLevel(levels, usermerge: 16) == 0 && (zero.merging > 0 || zero.segments >= enough)
+        return SearchIndexUpkeep.nextMergeLevel(levels, usermerge: 16) == 0
+          && (zero.merging > 0 || zero.segments >= enough)
       }
     }
   }

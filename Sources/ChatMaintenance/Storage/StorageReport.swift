@@ -167,7 +167,8 @@ public struct StorageReport: Sendable {
       let (table, isIndex) = tables[name].map { Self.searchIndexOwner(of: name) ?? $0 } ?? (name, false)
       btrees.append(
         BTree(
-          name: name, table: table, isIndex: isIndex, bytes: row.int64(1), unusedBytes: row.int64(2), cells: row.int64(3),
+          name: name, table: table, isIndex: isIndex, bytes: row.int64(1), unusedBytes: row.int64(2),
+          cells: row.int64(3),
           pageSize: pageSize))
     }
     return btrees.sorted { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
@@ -198,7 +199,8 @@ public struct StorageReport: Sendable {
     let totalMessages = stats.values.reduce(0) { $0 + $1.messages }
     var outbox: [Int64: (pending: Int64, failed: Int64)] = [:]
     var requests: Int64 = 0
-    try db.prepare("SELECT to_user_id, status, count(*) FROM MessageRequests GROUP BY to_user_id, status").forEachRow { row in
+    try db.prepare("SELECT to_user_id, status, count(*) FROM MessageRequests GROUP BY to_user_id, status").forEachRow {
+      row in
       requests += row.int64(2)
       var counts = outbox[row.int64(0)] ?? (0, 0)
       switch row.string(1) {
@@ -226,7 +228,8 @@ public struct StorageReport: Sendable {
     }
     let report = StorageReport(
       path: path, fileBytes: FileSystem.size(atPath: path) ?? 0, walBytes: FileSystem.size(atPath: path + "-wal") ?? 0,
-      shmBytes: FileSystem.size(atPath: path + "-shm") ?? 0, pageSize: pageSize, pageCount: pageCount, freePages: freePages,
+      shmBytes: FileSystem.size(atPath: path + "-shm") ?? 0, pageSize: pageSize, pageCount: pageCount,
+      freePages: freePages,
       autoVacuum: autoVacuum, btrees: [], conversations: conversations, messages: totalMessages, requests: requests)
     return btrees.map { report.with(btrees: $0) } ?? report
   }
@@ -236,7 +239,8 @@ public struct StorageReport: Sendable {
     let columns = Set(try db.query("SELECT name FROM pragma_table_info('Messages')") { $0.string(0) })
     guard columns.contains("conversation_id") else {
       throw StoreError(
-        .olderSchema, "\(db.path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first", path: db.path)
+        .olderSchema, "\(db.path) has no conversation keys (schema version 1); run 'chatdb migrate' on it first",
+        path: db.path)
     }
   }
 
@@ -334,7 +338,8 @@ public struct StorageSuggestion: Sendable, Equatable {
           let plan = try planner.plan(policy, footprint: footprint)
           let frees = plan.fileBytes - (plan.expectedSize ?? plan.fileBytes)
           guard plan.messages > 0, frees > 0, !result.contains(where: { $0.frees == frees }) else { return }
-          result.append(StorageSuggestion(arguments: arguments, frees: frees, messages: plan.messages, enough: frees >= needed))
+          result.append(
+            StorageSuggestion(arguments: arguments, frees: frees, messages: plan.messages, enough: frees >= needed))
         }
         for age in ["365d", "180d", "90d", "30d"] {
           var policy = EvictionPolicy()

@@ -65,7 +65,8 @@ public final class ByteSource {
       context = ZSTD_createDCtx()
       if context == nil {
         input.deallocate()
-        throw StoreError(.io, "\(name): cannot create a zstd decompression context (out of memory)", path: Descriptor.path(of: name))
+        throw StoreError(
+          .io, "\(name): cannot create a zstd decompression context (out of memory)", path: Descriptor.path(of: name))
       }
     }
     self.name = name
@@ -114,7 +115,8 @@ public final class ByteSource {
     if let failure { throw failure }
     guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
     do {
-      return isCompressed ? try readCompressed(into: base, count: buffer.count) : try readPlain(into: base, count: buffer.count)
+      return isCompressed
+        ? try readCompressed(into: base, count: buffer.count) : try readPlain(into: base, count: buffer.count)
     } catch let error as StoreError {
       failure = error
       throw error
@@ -160,7 +162,8 @@ public final class ByteSource {
       if output.pos > 0 { return output.pos }
       if descriptorEnded {
         guard frameRemainder == 0 else {
-          throw StoreError(.badInput, "\(name): truncated zstd stream (the file is incomplete)", path: Descriptor.path(of: name))
+          throw StoreError(
+            .badInput, "\(name): truncated zstd stream (the file is incomplete)", path: Descriptor.path(of: name))
         }
         return 0
       }

@@ -11,7 +11,9 @@ import ChatStore
 /// the stream, so every sink and source reports failures the same way.
 enum Descriptor {
   /// Reads at most `count` bytes; 0 means the end of the input.
-  static func read(_ fileDescriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: String) throws -> Int {
+  static func read(_ fileDescriptor: Int32, into buffer: UnsafeMutableRawPointer, count: Int, name: String) throws
+    -> Int
+  {
     while true {
       let result = Glibc.read(fileDescriptor, buffer, count)
       if result >= 0 { return result }

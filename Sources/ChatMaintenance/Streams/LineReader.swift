@@ -77,7 +77,9 @@ public final class LineReader {
     }
   }
 
-  private func handOut<R>(upTo lineEnd: Int, resumingAt next: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) throws -> R {
+  private func handOut<R>(upTo lineEnd: Int, resumingAt next: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R)
+    throws -> R
+  {
     var length = lineEnd - start
     if length > 0 && buffer[lineEnd - 1] == Self.carriageReturn { length -= 1 }
     guard length <= maxLineLength else { throw fail(tooLong()) }

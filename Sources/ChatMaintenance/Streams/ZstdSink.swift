@@ -37,13 +37,15 @@ public final class ZstdSink: ByteSink {
     jobSize: Int32? = nil
   ) throws {
     guard let context = ZSTD_createCCtx() else {
-      throw StoreError(.io, "\(name): cannot create a zstd compression context (out of memory)", path: Descriptor.path(of: name))
+      throw StoreError(
+        .io, "\(name): cannot create a zstd compression context (out of memory)", path: Descriptor.path(of: name))
     }
-    let settings: [(ZSTD_cParameter, Int32)] = [
-      (ZSTD_c_compressionLevel, level),
-      (ZSTD_c_checksumFlag, 1),
-      (ZSTD_c_nbWorkers, workers),
-    ] + (hashLog.map { [(ZSTD_c_hashLog, $0)] } ?? []) + (jobSize.map { [(ZSTD_c_jobSize, $0)] } ?? [])
+    let settings: [(ZSTD_cParameter, Int32)] =
+      [
+        (ZSTD_c_compressionLevel, level),
+        (ZSTD_c_checksumFlag, 1),
+        (ZSTD_c_nbWorkers, workers),
+      ] + (hashLog.map { [(ZSTD_c_hashLog, $0)] } ?? []) + (jobSize.map { [(ZSTD_c_jobSize, $0)] } ?? [])
     do {
       for (parameter, value) in settings {
         try Zstd.check(ZSTD_CCtx_setParameter(context, parameter, value)) { reason in

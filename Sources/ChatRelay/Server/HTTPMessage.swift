@@ -51,7 +51,9 @@ public struct HTTPResponse: Sendable {
   public var dropConnection = false
 
   /// Creates a response.
-  public init(status: Int, contentType: String = "application/json", body: [UInt8] = [], headers: [(String, String)] = []) {
+  public init(
+    status: Int, contentType: String = "application/json", body: [UInt8] = [], headers: [(String, String)] = []
+  ) {
     self.status = status
     self.contentType = contentType
     self.body = body

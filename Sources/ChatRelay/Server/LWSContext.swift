@@ -1,6 +1,7 @@
 import CWebSockets
+
 #if canImport(Glibc)
-import Glibc
+  import Glibc
 #endif
 
 /// Owns one `lws_context` and the C memory its creation info keeps pointing at
@@ -61,7 +62,9 @@ final class LWSContext {
 
     guard let context = lws_create_context(&info) else {
       Self.release(protocols, protocolName, interface, pingPolicy)
-      throw RelayServerError(message: "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)")
+      throw RelayServerError(
+        message: "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)"
+      )
     }
     pointer = context
   }

@@ -1,5 +1,5 @@
-import ChatStore
 import CWebSockets
+import ChatStore
 
 /// An HTTP + WebSocket server on one port, built on libwebsockets' event loop.
 ///
@@ -85,7 +85,8 @@ public final class RelayServer: @unchecked Sendable {
   ///
   /// Throws ``RelayServerError`` when the address cannot be bound.
   public init(
-    host: String = "127.0.0.1", port: Int, socketPath: String = "/v1/socket/updates", pingSeconds: Int = 30, handlers: Handlers
+    host: String = "127.0.0.1", port: Int, socketPath: String = "/v1/socket/updates", pingSeconds: Int = 30,
+    handlers: Handlers
   ) throws {
     core = ServiceCore(socketPath: socketPath, handlers: handlers)
     // Unretained: the core outlives the context (deinit destroys the context first).

@@ -39,11 +39,14 @@ extension ServiceCore {
     var exchange = Exchange(request: request, started: .now)
     exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
     let declared = RequestHead.contentLength(wsi) ?? 0
-    if RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil && (RequestHead.contentLength(wsi) == nil || declared < 0) {
+    if RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil
+      && (RequestHead.contentLength(wsi) == nil || declared < 0)
+    {
       // Not a byte count (too many digits for 64 bits, a sign, a letter): lws reads it
       // its own way (and waited for a body of 2^63 bytes, or spun when held back), so
       // the connection is closed at once, unanswered and unread.
-      handlers.log("http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
+      handlers.log(
+        "http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
       return -1
     } else if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
@@ -71,7 +74,8 @@ extension ServiceCore {
     else { return 0 }
     if exchange.started.duration(to: .now) > .seconds(RelayServer.bodySeconds) {
       handlers.log(
-        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(RelayServer.bodySeconds) s: closing")
+        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(RelayServer.bodySeconds) s: closing"
+      )
       connection.exchange = nil
       return -1
     }
@@ -87,7 +91,9 @@ extension ServiceCore {
   }
 
   func finishBody(_ wsi: OpaquePointer) -> Int32 {
-    guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange else { return 0 }
+    guard let id = existingID(wsi), let connection = connections[id], let exchange = connection.exchange else {
+      return 0
+    }
     if exchange.handedOver {
       // The body was complete already: lws holds bytes sent behind it.
       return exchange.closeAfter ? 0 : markPipelined(wsi, connection)
@@ -171,9 +177,12 @@ extension ServiceCore {
     let rest = Array(body[exchange.written...])
     let pre = Int(chat_lws_pre)
     var buffer = [UInt8](repeating: 0, count: pre) + rest
-    _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, rest.count, LWS_WRITE_HTTP_FINAL) }
+    _ = buffer.withUnsafeMutableBufferPointer {
+      lws_write(wsi, $0.baseAddress! + pre, rest.count, LWS_WRITE_HTTP_FINAL)
+    }
     handlers.log(
-      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)")
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)"
+    )
     return -1
   }
 
@@ -192,7 +201,8 @@ extension ServiceCore {
     let body = exchange.request.method == "HEAD" ? [] : response.body
     _ = writeHead(wsi, response, body: body)
     handlers.log(
-      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)")
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms (pipelined request behind it: closing)"
+    )
     return -1
   }
 
@@ -226,7 +236,9 @@ extension ServiceCore {
   }
 
   func writeResponseBody(_ wsi: OpaquePointer) -> Int32 {
-    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange else { return 0 }
+    guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange else {
+      return 0
+    }
     if let held = exchange.held {
       if connection.pipelined { return answerAndClose(wsi, connection) }
       exchange.held = nil
@@ -255,7 +267,8 @@ extension ServiceCore {
     guard let exchange = connection.exchange else { return -1 }
     connection.exchange = nil
     handlers.log(
-      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms")
+      "http \(connection.id): \(exchange.request.method) \(exchange.request.path) \(exchange.status) \(milliseconds(since: exchange.started))ms"
+    )
     if exchange.closeAfter || connection.pipelined { return -1 }
     return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
   }
@@ -287,7 +300,9 @@ extension ServiceCore {
         else { return false }
       }
       if body.isEmpty { return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0 }
-      guard lws_finalize_http_header(wsi, &cursor, end) == 0, let head = cursor, end - head >= body.count else { return false }
+      guard lws_finalize_http_header(wsi, &cursor, end) == 0, let head = cursor, end - head >= body.count else {
+        return false
+      }
       body.withUnsafeBufferPointer { head.update(from: $0.baseAddress!, count: body.count) }
       // Head and body as one HTTP_HEADERS write: lws sends it as it is (its
       // Content-Length bookkeeping is reset by lws_http_transaction_completed).
@@ -306,7 +321,9 @@ extension ServiceCore {
     _ wsi: OpaquePointer, _ connection: Connection, _ request: HTTPRequest, _ response: HTTPResponse,
     started: ContinuousClock.Instant
   ) {
-    let reasons = [400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable"]
+    let reasons = [
+      400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable",
+    ]
     let head =
       "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
       + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"

@@ -8,7 +8,9 @@ extension ServiceCore {
     let connection = connection(wsi)
     guard let request = RequestHead.read(wsi) else { return -1 }
     guard request.path == socketPath else {
-      refuse(wsi, connection, request, .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path."), started: started)
+      refuse(
+        wsi, connection, request, .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path."),
+        started: started)
       return -1
     }
     let authorized: Int64?
@@ -17,13 +19,15 @@ extension ServiceCore {
     } catch {
       // A valid token must not read as a bad one because relay.db is locked: 503 is retried.
       refuse(
-        wsi, connection, request, .jsonError(status: 503, code: "unavailable", message: "The relay cannot check the token now; try again."),
+        wsi, connection, request,
+        .jsonError(status: 503, code: "unavailable", message: "The relay cannot check the token now; try again."),
         started: started)
       return -1
     }
     guard let userID = authorized else {
       refuse(
-        wsi, connection, request, .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
+        wsi, connection, request,
+        .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
         started: started)
       return -1
     }
@@ -91,7 +95,9 @@ extension ServiceCore {
       var buffer = [UInt8](repeating: 0, count: pre)
       buffer.append(contentsOf: text.utf8)
       let count = buffer.count - pre
-      let written = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT) }
+      let written = buffer.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
+      }
       guard written >= count else { return -1 }
       if more { lws_callback_on_writable(wsi) }
       return 0

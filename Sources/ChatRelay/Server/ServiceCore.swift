@@ -1,7 +1,7 @@
 import CWebSockets
+import ChatStore
 import Dispatch
 import Glibc
-import ChatStore
 
 /// The server's state and its answers to libwebsockets events.
 ///

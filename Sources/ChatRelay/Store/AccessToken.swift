@@ -39,7 +39,8 @@ enum AccessToken {
   /// Whether two digests are equal, in time that does not depend on where they differ.
   static func digestsMatch(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
-    return a.withUnsafeBytes { a in b.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
+    return a.withUnsafeBytes { a in b.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+    }
   }
 
   /// Base64url (RFC 4648 §5) without `=` padding.

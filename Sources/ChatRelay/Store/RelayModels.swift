@@ -42,7 +42,10 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   /// The only status the relay gives a message.
   public static let syncedStatus = "SYNCED"
 
-  public init(messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus, createdAt: String) {
+  public init(
+    messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
+    createdAt: String
+  ) {
     self.messageId = messageId
     self.fromUserId = fromUserId
     self.toUserId = toUserId

@@ -22,7 +22,8 @@ enum RelayQuery {
   static let statusUpdates =
     "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence"
   static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
-  static let pushesAfter = "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
+  static let pushesAfter =
+    "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
   static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ?"
   /// The oldest message from one sender to a recipient still on the relay (a read mark stops below it).
   static let firstUndeliveredFrom =

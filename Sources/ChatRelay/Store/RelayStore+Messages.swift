@@ -5,7 +5,9 @@ import ChatStore
 extension RelayStore {
   /// Reads `RelayQuery.requestByKey` and `.undelivered` rows: id, from, to, content, created_at.
   private static func message(_ row: Row) -> RelayMessage {
-    RelayMessage(messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3), createdAt: row.string(4))
+    RelayMessage(
+      messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3),
+      createdAt: row.string(4))
   }
 
   /// Accepts a message from `from` to `to` and gives it the relay's id; idempotent per
@@ -31,11 +33,14 @@ extension RelayStore {
   ) throws -> (message: RelayMessage, isNew: Bool) {
     guard requestID > 0 else { throw StoreError(.badInput, "requestId \(requestID) must be positive", path: path) }
     guard sender != recipient else {
-      throw StoreError(.badInput, "toUserId \(recipient) is the sender; a message to oneself is not relayed", path: path)
+      throw StoreError(
+        .badInput, "toUserId \(recipient) is the sender; a message to oneself is not relayed", path: path)
     }
     try requireText(content, field: "content", maximumBytes: Self.maximumContentBytes)
     guard createdAt.utf8.count <= Self.maximumFieldBytes, Timestamp.milliseconds(from: createdAt) != nil else {
-      throw StoreError(.badInput, "createdAt '\(createdAt.prefix(64))' is not an ISO 8601 time such as 2026-01-31T12:00:00.000Z", path: path)
+      throw StoreError(
+        .badInput, "createdAt '\(createdAt.prefix(64))' is not an ISO 8601 time such as 2026-01-31T12:00:00.000Z",
+        path: path)
     }
     return try writing("post a message from user \(sender) to") { db in
       let recorded = try db.query(RelayQuery.requestByKey, [sender, requestID], Self.message).first
@@ -57,8 +62,12 @@ extension RelayStore {
       try db.execute(
         "INSERT INTO RelayRequests (from_user_id, request_id, message_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
         [sender, requestID, id, recipient, content, createdAt])
-      try db.execute("INSERT OR IGNORE INTO RelayContacts (user_id, contact_id) VALUES (?1, ?2), (?2, ?1)", [sender, recipient])
-      return (RelayMessage(messageId: id, fromUserId: sender, toUserId: recipient, content: content, createdAt: createdAt), true)
+      try db.execute(
+        "INSERT OR IGNORE INTO RelayContacts (user_id, contact_id) VALUES (?1, ?2), (?2, ?1)", [sender, recipient])
+      return (
+        RelayMessage(messageId: id, fromUserId: sender, toUserId: recipient, content: content, createdAt: createdAt),
+        true
+      )
     }
   }
 
@@ -73,7 +82,9 @@ extension RelayStore {
   /// `limit` (1 to 1,000, else `.badInput`); `hasMore` says whether more follow.
   ///
   /// Keyset paging: pass the last id of a page as the next `cursor`.
-  public func undelivered(for user: Int64, after cursor: Int64, limit: Int) throws -> (messages: [RelayMessage], hasMore: Bool) {
+  public func undelivered(for user: Int64, after cursor: Int64, limit: Int) throws -> (
+    messages: [RelayMessage], hasMore: Bool
+  ) {
     guard (1...Self.maximumPageSize).contains(limit) else {
       throw StoreError(.badInput, "limit \(limit) must be between 1 and \(Self.maximumPageSize)", path: path)
     }
@@ -92,14 +103,17 @@ extension RelayStore {
   /// Ids of messages not addressed to `user`, unknown or already acknowledged are
   /// ignored, so acknowledging twice is a no-op. `now` stamps the updates' `at`.
   @discardableResult
-  public func acknowledgeDelivery(by user: Int64, ids: [Int64], now: Int64 = RelayStore.currentMilliseconds()) throws -> [StatusUpdate] {
+  public func acknowledgeDelivery(by user: Int64, ids: [Int64], now: Int64 = RelayStore.currentMilliseconds()) throws
+    -> [StatusUpdate]
+  {
     let at = Timestamp.string(milliseconds: now)
     return try writing("acknowledge messages for user \(user) in") { db in
       var updates: [StatusUpdate] = []
       for id in Set(ids).sorted() {
         let senders = try db.query(RelayQuery.deleteDelivered, [id, user]) { $0.int64(0) }
         guard let sender = senders.first else { continue }
-        updates.append(try recordUpdate(for: sender, type: .messageDelivered, messageId: id, conversationId: user, at: at, db))
+        updates.append(
+          try recordUpdate(for: sender, type: .messageDelivered, messageId: id, conversationId: user, at: at, db))
       }
       return updates
     }
@@ -134,7 +148,9 @@ extension RelayStore {
         throw StoreError(.badInput, "user \(user) has no conversation with user \(other)", path: path)
       }
       var upTo = messageId
-      if let undelivered = try db.int64(RelayQuery.firstUndeliveredFrom, [user, other]) { upTo = min(upTo, undelivered - 1) }
+      if let undelivered = try db.int64(RelayQuery.firstUndeliveredFrom, [user, other]) {
+        upTo = min(upTo, undelivered - 1)
+      }
       let mark = try db.int64(RelayQuery.readMark, [user, other]) ?? 0
       guard upTo > mark else { return nil }
       try db.execute(
@@ -155,7 +171,9 @@ extension RelayStore {
     try db.execute(
       "INSERT INTO RelayStatusUpdates (user_id, type, message_id, conversation_id, at) VALUES (?, ?, ?, ?, ?)",
       [user, type.rawValue, messageId, conversationId, at])
-    return StatusUpdate(sequence: db.lastInsertRowID, userId: user, type: type, messageId: messageId, conversationId: conversationId, at: at)
+    return StatusUpdate(
+      sequence: db.lastInsertRowID, userId: user, type: type, messageId: messageId, conversationId: conversationId,
+      at: at)
   }
 
   // MARK: - Status updates
@@ -168,7 +186,8 @@ extension RelayStore {
           throw StoreError(.internalError, "status update \(row.int64(0)) has unknown type '\(row.string(2))'")
         }
         return StatusUpdate(
-          sequence: row.int64(0), userId: row.int64(1), type: type, messageId: row.int64(3), conversationId: row.int64(4), at: row.string(5))
+          sequence: row.int64(0), userId: row.int64(1), type: type, messageId: row.int64(3),
+          conversationId: row.int64(4), at: row.string(5))
       }
     }
   }
@@ -192,7 +211,8 @@ extension RelayStore {
     return try writing("record a push for user \(user) in", singleWrite: true) { db in
       let unread = try db.int64(RelayQuery.undeliveredCount, [user]) ?? 0
       try db.execute(
-        "INSERT INTO RelayPushes (to_user_id, message_id, created_at, unread) VALUES (?, ?, ?, ?)", [user, messageId, at, unread])
+        "INSERT INTO RelayPushes (to_user_id, message_id, created_at, unread) VALUES (?, ?, ?, ?)",
+        [user, messageId, at, unread])
       return PushRecord(id: db.lastInsertRowID, toUserId: user, messageId: messageId, createdAt: at, unread: unread)
     }
   }
@@ -213,7 +233,8 @@ extension RelayStore {
     guard limit >= 1 else { throw StoreError(.badInput, "limit \(limit) must be at least 1", path: path) }
     return try reading("read the push records of") { db in
       try db.query(RelayQuery.pushesAfter, [after, limit]) {
-        PushRecord(id: $0.int64(0), toUserId: $0.int64(1), messageId: $0.int64(2), createdAt: $0.string(3), unread: $0.int64(4))
+        PushRecord(
+          id: $0.int64(0), toUserId: $0.int64(1), messageId: $0.int64(2), createdAt: $0.string(3), unread: $0.int64(4))
       }
     }
   }

@@ -73,7 +73,8 @@ public final class RelayStore {
     try Self.refuseSpecialFile(path)
     if StoreLocation.userID(fromFileName: path) != nil {
       throw StoreError(
-        .badInput, "\(path) is named like a user's chat database (chats-<id>.db); the relay keeps its state in its own file such as \(Self.defaultFileName)",
+        .badInput,
+        "\(path) is named like a user's chat database (chats-<id>.db); the relay keeps its state in its own file such as \(Self.defaultFileName)",
         path: path)
     }
     self.path = path
@@ -86,7 +87,8 @@ public final class RelayStore {
       if !plan.isEmpty {
         guard !readOnly else {
           throw StoreError(
-            .olderSchema, "\(path) holds no relay data at the current schema ('chat-relay serve' or 'user add' brings it up to date)",
+            .olderSchema,
+            "\(path) holds no relay data at the current schema ('chat-relay serve' or 'user add' brings it up to date)",
             path: path)
         }
         _ = try migrator.apply(plan, to: db, owner: nil)
@@ -104,7 +106,8 @@ public final class RelayStore {
   public static func refuseSpecialFile(_ path: String) throws {
     var info = stat()
     if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
-      throw StoreError(.badInput, "\(path) is not a regular file (a pipe, socket or device); refusing to open it", path: path)
+      throw StoreError(
+        .badInput, "\(path) is not a regular file (a pipe, socket or device); refusing to open it", path: path)
     }
   }
 
@@ -131,7 +134,8 @@ public final class RelayStore {
   /// A file with tables must carry the relay's `application_id`; an empty one is new.
   private static func checkIdentity(of db: Database) throws {
     let applicationID = try db.int64("PRAGMA application_id") ?? 0
-    let tables = try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") ?? 0
+    let tables =
+      try db.int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") ?? 0
     if applicationID == Int64(RelaySchema.applicationID) || (applicationID == 0 && tables == 0) { return }
     throw StoreError(
       .schemaMismatch,
@@ -251,7 +255,9 @@ public final class RelayStore {
     }
   }
 
-  func requireText(_ text: String, field: String, maximumBytes: Int = RelayStore.maximumFieldBytes, allowEmpty: Bool = false) throws {
+  func requireText(
+    _ text: String, field: String, maximumBytes: Int = RelayStore.maximumFieldBytes, allowEmpty: Bool = false
+  ) throws {
     let count = text.utf8.count
     if count == 0 && !allowEmpty { throw StoreError(.badInput, "\(field) must not be empty", path: path) }
     if count > maximumBytes {
@@ -320,7 +326,8 @@ struct TokenCache {
 extension RelayStore {
   /// Reads `RelayQuery.userByID` rows: id, name, avatar_url, last_connected_at.
   private static func user(_ row: Row) -> RelayUser {
-    RelayUser(id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
+    RelayUser(
+      id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
   }
 
   /// Adds a user and returns their first bearer token.

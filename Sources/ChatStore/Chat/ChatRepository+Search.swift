@@ -79,7 +79,9 @@ extension ChatRepository {
 enum SearchSQL {
   /// Requests: `?1` query, `?2`/`?3` the (created_at, request_id) cursor, `?4` limit, `?5` conversation.
   static func requests(literal: Bool, conversation: Bool) -> String {
-    let match = literal ? "instr(content, ?1) > 0" : "request_id IN (SELECT rowid FROM RequestSearch WHERE RequestSearch MATCH ?1)"
+    let match =
+      literal
+      ? "instr(content, ?1) > 0" : "request_id IN (SELECT rowid FROM RequestSearch WHERE RequestSearch MATCH ?1)"
     return """
       SELECT \(HotQuery.requestColumns) FROM MessageRequests
       WHERE \(match) AND (created_at, request_id) < (?2, ?3)\(conversation ? " AND to_user_id = ?5" : "")
@@ -161,7 +163,9 @@ public enum SearchSnippet {
   /// not inside a longer word.
   private static func find(_ needle: String, in text: String, wholeWord: Bool) -> Range<String.Index>? {
     var from = text.startIndex
-    while let found = text.range(of: needle, options: [.caseInsensitive, .diacriticInsensitive], range: from..<text.endIndex) {
+    while let found = text.range(
+      of: needle, options: [.caseInsensitive, .diacriticInsensitive], range: from..<text.endIndex)
+    {
       if !wholeWord || (isBoundary(text, before: found.lowerBound) && isBoundary(text, after: found.upperBound)) {
         return found
       }

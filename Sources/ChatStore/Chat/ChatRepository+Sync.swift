@@ -67,7 +67,8 @@ extension ChatRepository {
     }
   }
 
-  static let unacknowledgedSQL = "SELECT message_id FROM PendingDeliveryAcks WHERE message_id > ? ORDER BY message_id LIMIT ?"
+  static let unacknowledgedSQL =
+    "SELECT message_id FROM PendingDeliveryAcks WHERE message_id > ? ORDER BY message_id LIMIT ?"
 
   /// The relay confirmed these incoming messages' delivery (`delivery_acknowledged`): they
   /// are no longer acknowledged, and `SYNCED` ones become `DELIVERED` (a message already
@@ -77,7 +78,8 @@ extension ChatRepository {
     try database.write { db in
       let forget = try db.cachedStatement("DELETE FROM PendingDeliveryAcks WHERE message_id = ?")
       let statement = try db.cachedStatement(
-        "UPDATE Messages SET status = 'DELIVERED' WHERE id = ? AND status = 'SYNCED' AND from_user_id = conversation_id")
+        "UPDATE Messages SET status = 'DELIVERED' WHERE id = ? AND status = 'SYNCED' AND from_user_id = conversation_id"
+      )
       for id in ids {
         try forget.execute([id])
         try statement.execute([id])
@@ -159,7 +161,8 @@ extension ChatRepository {
   /// one through `upsert` later.
   public func addPlaceholder(_ user: User) throws {
     try database.write { db in
-      try db.execute("INSERT OR IGNORE INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)",
+      try db.execute(
+        "INSERT OR IGNORE INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)",
         [user.id, user.name, user.avatarURL, user.lastConnectedAt])
     }
   }
@@ -168,7 +171,10 @@ extension ChatRepository {
   /// limit) and returns the count.
   public func recordFailedAnswer(_ requestID: Int64) throws -> Int {
     try database.write { db in
-      try db.query("UPDATE MessageRequests SET failed_answers = failed_answers + 1 WHERE request_id = ? RETURNING failed_answers", [requestID]) {
+      try db.query(
+        "UPDATE MessageRequests SET failed_answers = failed_answers + 1 WHERE request_id = ? RETURNING failed_answers",
+        [requestID]
+      ) {
         $0.int(0)
       }.first ?? 0
     }
@@ -178,7 +184,10 @@ extension ChatRepository {
   /// not show the real one yet), at most `limit`: the sync client asks for them again.
   public func standInContacts(limit: Int = 100) throws -> [Int64] {
     try database.read { db in
-      try db.query("SELECT id FROM Users WHERE name = 'user ' || id AND avatar_url IS NULL AND id <> ? ORDER BY id LIMIT ?", [ownerID, limit]) {
+      try db.query(
+        "SELECT id FROM Users WHERE name = 'user ' || id AND avatar_url IS NULL AND id <> ? ORDER BY id LIMIT ?",
+        [ownerID, limit]
+      ) {
         $0.int64(0)
       }
     }
@@ -233,7 +242,9 @@ extension ChatRepository {
   /// Records a fact of the sync client's state (`sync_state`, `last_sync_at`…) for `status`.
   public func setSyncInfo(_ key: String, _ value: String) throws {
     try database.write { db in
-      try db.execute("INSERT INTO StoreInfo (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+      try db.execute(
+        "INSERT INTO StoreInfo (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [key, value])
     }
   }
 
@@ -247,7 +258,8 @@ extension ChatRepository {
   public func retryFailedNow() throws -> Int {
     let at = Timestamp.string(now())
     return try database.write { db in
-      try db.execute("UPDATE MessageRequests SET next_attempt_at = ?1 WHERE status = 'FAILED' AND next_attempt_at > ?1", [at])
+      try db.execute(
+        "UPDATE MessageRequests SET next_attempt_at = ?1 WHERE status = 'FAILED' AND next_attempt_at > ?1", [at])
       return db.changes
     }
   }

@@ -98,7 +98,10 @@ public final class ChatRepository {
       // Request ids rise in the file and start from the clock's MessageID: a new file
       // for the same user (a new device, a restored backup) never reuses an id the
       // relay still remembers (it keeps them 7 days and refuses a reused one with 409).
-      let floor = MessageID.make(milliseconds: min(max(Timestamp.milliseconds(from: at) ?? 0, MessageID.representable.lowerBound), MessageID.representable.upperBound))
+      let floor = MessageID.make(
+        milliseconds: min(
+          max(Timestamp.milliseconds(from: at) ?? 0, MessageID.representable.lowerBound),
+          MessageID.representable.upperBound))
       guard
         let requestID = try db.int64(
           "UPDATE StoreInfo SET value = max(value + 1, ?) WHERE key = 'last_request_id' RETURNING value", [floor])
@@ -213,7 +216,8 @@ public final class ChatRepository {
         try db.execute(HotQuery.deleteRequest.sql, [requestID])
       } else if message.fromUserID != ownerID && message.status == .synced {
         // Acknowledged to the relay until it confirms, whatever the status becomes here.
-        try db.cachedStatement("INSERT OR IGNORE INTO PendingDeliveryAcks (message_id) VALUES (?)").execute([message.id])
+        try db.cachedStatement("INSERT OR IGNORE INTO PendingDeliveryAcks (message_id) VALUES (?)").execute([message.id]
+        )
       }
     }
   }
@@ -223,11 +227,13 @@ public final class ChatRepository {
 
   private func store(_ message: Message, in db: Database) throws {
     guard message.fromUserID != message.toUserID else {
-      throw StoreError(.badInput, "message \(message.id) is from user \(message.fromUserID) to themselves", path: db.path)
+      throw StoreError(
+        .badInput, "message \(message.id) is from user \(message.fromUserID) to themselves", path: db.path)
     }
     guard message.fromUserID == ownerID || message.toUserID == ownerID else {
       throw StoreError(
-        .badInput, "message \(message.id) is between users \(message.fromUserID) and \(message.toUserID), not with \(ownerID)",
+        .badInput,
+        "message \(message.id) is between users \(message.fromUserID) and \(message.toUserID), not with \(ownerID)",
         path: db.path)
     }
     var status = message.status
@@ -294,7 +300,8 @@ public final class ChatRepository {
   }
 
   @discardableResult
-  func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64, _ db: Database) throws -> Int {
+  func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64, _ db: Database) throws -> Int
+  {
     guard status > .synced else { return 0 }
     let column = status == .read ? "read_up_to" : "delivered_up_to"
     try db.execute(
@@ -384,7 +391,9 @@ public final class ChatRepository {
     }
   }
 
-  private func page(before cursor: TimelineCursor?, conversation: Int64, limit: Int, _ db: Database) throws -> TimelinePage {
+  private func page(before cursor: TimelineCursor?, conversation: Int64, limit: Int, _ db: Database) throws
+    -> TimelinePage
+  {
     // Walk backwards: requests first (they sit at the end), then messages; one extra
     // row tells whether there is more.
     var items: [TimelineItem] = []
@@ -404,16 +413,21 @@ public final class ChatRepository {
     }
     let hasOlder = items.count > limit
     items = Array(items.prefix(limit).reversed())
-    let hasNewer = try cursor != nil && !items.isEmpty && hasItems(after: items.last!.cursor, conversation: conversation, db)
+    let hasNewer =
+      try cursor != nil && !items.isEmpty && hasItems(after: items.last!.cursor, conversation: conversation, db)
     return TimelinePage(
       items: items, older: hasOlder ? items.first?.cursor : nil, newer: hasNewer ? items.last?.cursor : nil)
   }
 
-  private func page(after cursor: TimelineCursor, conversation: Int64, limit: Int, _ db: Database) throws -> TimelinePage {
+  private func page(after cursor: TimelineCursor, conversation: Int64, limit: Int, _ db: Database) throws
+    -> TimelinePage
+  {
     var items: [TimelineItem] = []
     var requestBound = ("", Int64.min)
     if case .message(let id) = cursor {
-      items += try db.query(HotQuery.messagesAfter.sql, [conversation, id, limit + 1]) { TimelineItem.message(Self.message($0)) }
+      items += try db.query(HotQuery.messagesAfter.sql, [conversation, id, limit + 1]) {
+        TimelineItem.message(Self.message($0))
+      }
     } else if case .request(let createdAt, let requestID) = cursor {
       requestBound = (createdAt, requestID)
     }
@@ -424,7 +438,8 @@ public final class ChatRepository {
     }
     let hasNewer = items.count > limit
     items = Array(items.prefix(limit))
-    return TimelinePage(items: items, older: items.isEmpty ? nil : items.first?.cursor, newer: hasNewer ? items.last?.cursor : nil)
+    return TimelinePage(
+      items: items, older: items.isEmpty ? nil : items.first?.cursor, newer: hasNewer ? items.last?.cursor : nil)
   }
 
   private func hasItems(after cursor: TimelineCursor, conversation: Int64, _ db: Database) throws -> Bool {

@@ -70,7 +70,8 @@ public final class ConversationSummaryUpkeep {
     if let current = merges[conversation] {
       merges[conversation] =
         id > current.id
-        ? (id, createdAt, current.unread + (unread ? 1 : 0)) : (current.id, current.createdAt, current.unread + (unread ? 1 : 0))
+        ? (id, createdAt, current.unread + (unread ? 1 : 0))
+        : (current.id, current.createdAt, current.unread + (unread ? 1 : 0))
     } else {
       merges[conversation] = (id, createdAt, unread ? 1 : 0)
     }

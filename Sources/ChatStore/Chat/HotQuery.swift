@@ -169,7 +169,8 @@ public struct HotQuery: Sendable, Hashable {
   /// Incoming messages of one conversation not yet read.
   public static let unreadCount = HotQuery(
     name: "unread count of a conversation",
-    sql: "SELECT count(*) FROM Messages WHERE conversation_id = ?1 AND from_user_id = conversation_id AND status <> 'READ'",
+    sql:
+      "SELECT count(*) FROM Messages WHERE conversation_id = ?1 AND from_user_id = conversation_id AND status <> 'READ'",
     sampleArguments: [.integer(2)], access: unreadAccess)
 
   /// The partial index of unread messages is the better plan, but without statistics
@@ -188,7 +189,8 @@ public struct HotQuery: Sendable, Hashable {
   /// Records a contact's presence; never moves it back in time.
   public static let updatePresence = HotQuery(
     name: "update a user's presence",
-    sql: "UPDATE Users SET last_connected_at = ?2 WHERE id = ?1 AND (last_connected_at IS NULL OR last_connected_at < ?2)",
+    sql:
+      "UPDATE Users SET last_connected_at = ?2 WHERE id = ?1 AND (last_connected_at IS NULL OR last_connected_at < ?2)",
     sampleArguments: [.integer(2), .text(sample)], access: [.primaryKey])
 
   // MARK: - Receipts
@@ -463,13 +465,16 @@ public struct HotQuery: Sendable, Hashable {
   public static let all: [HotQuery] =
     [
       messagesBefore, messagesAfter, requestsBefore, requestsAfter, conversationList, conversationListFromTables,
-      recomputeConversationSummary, conversationSummaryNewestMessage, subtractUnread, unreadCount, userByID, updatePresence,
-      markConversationRead, messageExists, storedMessage, advanceMessageStatus, dueRequests, requestByID, markRequestSent,
+      recomputeConversationSummary, conversationSummaryNewestMessage, subtractUnread, unreadCount, userByID,
+      updatePresence,
+      markConversationRead, messageExists, storedMessage, advanceMessageStatus, dueRequests, requestByID,
+      markRequestSent,
       markRequestFailed, retryRequest, deleteFailedRequest, deleteRequest, messageByRequest, raiseRequestCounter,
       firstMessageAtOrAfter, conversationIDs, nthNewestMessage, newestMessageOfConversation, conversationRange,
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, unreadInIDRange, summariesWithNewestInIDRange, messageCreatedAt,
-    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage) + search
+    ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage)
+    + search
 }
 
 // MARK: - Plans
@@ -589,7 +594,8 @@ extension HotQuery {
 
   /// `alias → table` for every `FROM`/`JOIN <table> <alias>` in the SQL.
   var tableAliases: [String: String] {
-    let words = sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" || $0 == ")" || $0 == "," }).map(String.init)
+    let words = sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" || $0 == ")" || $0 == "," }).map(
+      String.init)
     var aliases: [String: String] = [:]
     for i in words.indices.dropLast(2) where ["FROM", "JOIN"].contains(words[i].uppercased()) {
       let alias = words[i + 2]

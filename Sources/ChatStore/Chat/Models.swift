@@ -46,7 +46,9 @@ public enum MessageStatus: String, CaseIterable, Comparable, Sendable {
     case 9: status = .delivered
     default: return nil
     }
-    let matches = status.rawValue.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+    let matches = status.rawValue.utf8.withContiguousStorageIfAvailable {
+      memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+    }
     guard matches ?? status.rawValue.utf8.elementsEqual(bytes) else { return nil }
     self = status
   }
@@ -154,7 +156,9 @@ public struct ConversationPreview: Hashable, Sendable {
   /// The time the list is ordered by: the newer of the last message and the last request.
   public var lastActivityAt: String
 
-  public init(contact: User, lastMessage: Message?, lastRequest: MessageRequest?, unreadCount: Int, lastActivityAt: String) {
+  public init(
+    contact: User, lastMessage: Message?, lastRequest: MessageRequest?, unreadCount: Int, lastActivityAt: String
+  ) {
     self.contact = contact
     self.lastMessage = lastMessage
     self.lastRequest = lastRequest

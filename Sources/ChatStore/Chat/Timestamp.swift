@@ -66,7 +66,10 @@ public enum Timestamp {
     guard b.count >= 10, let year = number(0, 4), b[4] == 45, let month = number(5, 2), b[7] == 45,
       let day = number(8, 2), year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year)
     else { return nil }
-    var hour = 0, minute = 0, second = 0, millis = 0
+    var hour = 0
+    var minute = 0
+    var second = 0
+    var millis = 0
     if b.count > 10 {
       guard b.count >= 20, b[10] == 84, let h = number(11, 2), b[13] == 58, let m = number(14, 2), b[16] == 58,
         let s = number(17, 2), h < 24, m < 60, s < 61
@@ -144,10 +147,12 @@ public enum MessageID {
   /// program with a message naming it: a shift would silently wrap the id instead.
   /// Callers with times from outside check `representable` first.
   public static func make(milliseconds: Int64, sequence: Int64 = 0) -> Int64 {
-    precondition(sequence >= 0 && sequence < 1 << sequenceBits, "message id sequence \(sequence) is out of range 0..<65536")
+    precondition(
+      sequence >= 0 && sequence < 1 << sequenceBits, "message id sequence \(sequence) is out of range 0..<65536")
     precondition(
       representable.contains(milliseconds),
-      "message id time \(milliseconds) ms is outside \(representable.lowerBound)...\(representable.upperBound) (2020 to 6479)")
+      "message id time \(milliseconds) ms is outside \(representable.lowerBound)...\(representable.upperBound) (2020 to 6479)"
+    )
     return (milliseconds - epochMilliseconds) << sequenceBits | sequence
   }
 
@@ -155,5 +160,7 @@ public enum MessageID {
   public static func milliseconds(of id: Int64) -> Int64 { (id >> sequenceBits) + epochMilliseconds }
 
   /// The smallest id made at or after `milliseconds`: every older message's id is below it.
-  public static func lowerBound(milliseconds: Int64) -> Int64 { make(milliseconds: max(milliseconds, epochMilliseconds)) }
+  public static func lowerBound(milliseconds: Int64) -> Int64 {
+    make(milliseconds: max(milliseconds, epochMilliseconds))
+  }
 }

@@ -190,7 +190,8 @@ extension DiskSpace {
     let space = try probe(place)
     guard space.available >= bytes else {
       throw StoreError(
-        .diskSpace, "\(path): \(purpose) needs about \(bytes) bytes free in \(place), only \(space.available) available",
+        .diskSpace,
+        "\(path): \(purpose) needs about \(bytes) bytes free in \(place), only \(space.available) available",
         path: path)
     }
   }

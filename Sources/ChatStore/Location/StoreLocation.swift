@@ -15,7 +15,8 @@ public enum StoreLocation {
   public static let environmentKey = "CHATDB_DATA_DIR"
 
   /// The data folder to use when none is given.
-  public static func defaultDataDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+  public static func defaultDataDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String
+  {
     if let dir = environment[environmentKey], !dir.isEmpty { return dir }
     if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/chatdb" }
     let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()

@@ -22,7 +22,9 @@ public struct Migration: Sendable, Hashable {
   public init(fileName: String, sql: String) throws {
     let stem = fileName.hasSuffix(".sql") ? String(fileName.dropLast(4)) : ""
     let parts = stem.split(separator: "_", maxSplits: 1)
-    guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }), let version = Int(parts[0]), version > 0, !parts[1].isEmpty else {
+    guard parts.count == 2, parts[0].count == 4, parts[0].allSatisfy({ $0.isASCII && $0.isNumber }),
+      let version = Int(parts[0]), version > 0, !parts[1].isEmpty
+    else {
       throw StoreError(.schemaMismatch, "Migrations/\(fileName): the name must look like NNNN_name.sql")
     }
     self.version = version
@@ -66,7 +68,8 @@ public struct Migration: Sendable, Hashable {
     for (index, migration) in sorted.enumerated() where migration.version != index + 1 {
       throw StoreError(
         .schemaMismatch,
-        "Migrations/\(migration.fileName): expected version \(String(format: "%04d", index + 1)); versions must run 1, 2, 3… without gaps or repeats")
+        "Migrations/\(migration.fileName): expected version \(String(format: "%04d", index + 1)); versions must run 1, 2, 3… without gaps or repeats"
+      )
     }
     return sorted
   }

@@ -54,7 +54,8 @@ public struct Migrator: Sendable {
   /// Reads the status of an open database.
   public func status(of db: Database) throws -> SchemaStatus {
     let userVersion = Int(try db.int64("PRAGMA user_version") ?? 0)
-    let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { $0.string(0) })
+    let tables = Set(
+      try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { $0.string(0) })
     var applied: [AppliedMigration] = []
     if tables.contains(Self.recordsTable) {
       applied = try db.query("SELECT version, name, checksum, applied_at FROM \(Self.recordsTable) ORDER BY version") {
@@ -63,7 +64,8 @@ public struct Migrator: Sendable {
     }
     if userVersion < 0 || applied.contains(where: { $0.version < 1 }) {
       throw StoreError(
-        .schemaMismatch, "\(db.path): user_version \(userVersion) or a recorded migration number is out of range; not a chatdb file",
+        .schemaMismatch,
+        "\(db.path): user_version \(userVersion) or a recorded migration number is out of range; not a chatdb file",
         path: db.path)
     }
     var version = userVersion
@@ -124,7 +126,9 @@ public struct Migrator: Sendable {
       let want = try Self.tableShape(table, in: reference)
       let have = try Self.tableShape(table, in: db)
       guard want != have else { continue }
-      let changes = want.filter { !have.contains($0) }.map { "missing \($0)" } + have.filter { !want.contains($0) }.map { "extra \($0)" }
+      let changes =
+        want.filter { !have.contains($0) }.map { "missing \($0)" }
+        + have.filter { !want.contains($0) }.map { "extra \($0)" }
       differences.append("table \(table): " + (changes.isEmpty ? "column order" : changes.joined(separator: ", ")))
     }
     differences += tables.subtracting(expectedTables).sorted().map { "extra table \($0)" }
@@ -132,7 +136,9 @@ public struct Migrator: Sendable {
       "SELECT type, name FROM sqlite_schema WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type, name"
     ) { "extra \($0.string(0)) \($0.string(1))" }
     guard differences.isEmpty else {
-      let shown = differences.prefix(6).joined(separator: "; ") + (differences.count > 6 ? "; … (\(differences.count - 6) more)" : "")
+      let shown =
+        differences.prefix(6).joined(separator: "; ")
+        + (differences.count > 6 ? "; … (\(differences.count - 6) more)" : "")
       throw StoreError(
         .schemaMismatch,
         "\(db.path) has no chatdb version and its schema is not the seed's (\(shown)); refusing to adopt it",
@@ -149,7 +155,9 @@ public struct Migrator: Sendable {
   ///
   /// See <https://sqlite.org/pragma.html#pragma_table_info>.
   public static func tableShape(_ table: String, in db: Database) throws -> [String] {
-    let columns = try db.query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid", [table]) { row in
+    let columns = try db.query(
+      "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid", [table]
+    ) { row in
       var text = row.string(0) + " " + row.string(1).uppercased()
       if row.int(2) != 0 { text += " NOT NULL" }
       if let value = row.optionalString(3) { text += " DEFAULT " + value }
@@ -198,10 +206,13 @@ public struct Migrator: Sendable {
         path: status.path)
     }
     if let first = status.drift.first {
-      throw StoreError(.schemaMismatch, "\(status.path): \(first); refusing to migrate a drifted file", path: status.path)
+      throw StoreError(
+        .schemaMismatch, "\(status.path): \(first); refusing to migrate a drifted file", path: status.path)
     }
     guard target >= 0 && target <= latestVersion else {
-      throw StoreError(.badTarget, "\(status.path): version \(target) is unknown; this chatdb knows versions 0 to \(latestVersion)", path: status.path)
+      throw StoreError(
+        .badTarget, "\(status.path): version \(target) is unknown; this chatdb knows versions 0 to \(latestVersion)",
+        path: status.path)
     }
     if target < status.version {
       throw StoreError(
@@ -232,7 +243,9 @@ public struct Migrator: Sendable {
   /// `backup` is false, writes a consistent copy to `<path>.bak-v<from>` (mode 0600).
   /// `owner` is the user whose file this is; when nil it is read from the file name
   /// (`chats-<id>.db`), the file's `StoreInfo`, or the messages themselves.
-  public func migrate(fileAt path: String, to target: Int? = nil, owner: Int64? = nil, backup: Bool = true) throws -> Report {
+  public func migrate(fileAt path: String, to target: Int? = nil, owner: Int64? = nil, backup: Bool = true) throws
+    -> Report
+  {
     let existed = FileSystem.exists(path)
     let status = try self.status(ofFileAt: path)
     let plan = try self.plan(for: status, to: target)
@@ -337,7 +350,8 @@ public struct Migrator: Sendable {
   }
 
   /// Applies `plan` to an open database, one transaction per migration.
-  public func apply(_ plan: [Migration], to db: Database, owner: Int64?, isSeedFile: Bool = false) throws -> [Migration] {
+  public func apply(_ plan: [Migration], to db: Database, owner: Int64?, isSeedFile: Bool = false) throws -> [Migration]
+  {
     try db.execute("CREATE TEMP TABLE IF NOT EXISTS migration_context (owner_user_id INTEGER)")
     try db.execute("DELETE FROM temp.migration_context")
     try db.execute("INSERT INTO temp.migration_context (owner_user_id) VALUES (?)", [owner])
@@ -353,7 +367,9 @@ public struct Migrator: Sendable {
           if isSeedFile && applied.isEmpty && migration.version == 2 {
             try recordBaseline(db)
           }
-          try db.execute("CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
+          try db.execute(
+            "CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+          )
           try db.execute(migration.sql)
           if migration.version == SearchIndexBuilder.migrationVersion {
             // The messages' search indexes, built in Swift (see the migration's header).
@@ -376,7 +392,8 @@ public struct Migrator: Sendable {
       } catch {
         let reason = (error as? StoreError)?.message ?? String(describing: error)
         throw StoreError(
-          .writeFailed, "\(db.path): migration \(migration.fileName) failed and was rolled back: \(reason)", path: db.path)
+          .writeFailed, "\(db.path): migration \(migration.fileName) failed and was rolled back: \(reason)",
+          path: db.path)
       }
       applied.append(migration)
     }
@@ -386,7 +403,9 @@ public struct Migrator: Sendable {
   /// A seed-era file already has version 1's tables: record 0001 as a baseline.
   private func recordBaseline(_ db: Database) throws {
     guard let initial = migrations.first else { return }
-    try db.execute("CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    try db.execute(
+      "CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
     try db.execute(
       "INSERT INTO \(Self.recordsTable) (version, name, checksum, applied_at) VALUES (?, ?, ?, 'baseline')",
       [initial.version, initial.name, initial.checksum])
@@ -400,14 +419,17 @@ public struct Migrator: Sendable {
   /// in every message; with a single conversation, the one who is not an outbox recipient.
   static func inferOwner(_ db: Database) throws -> Int64? {
     let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table'") { $0.string(0) })
-    if tables.contains("StoreInfo"), let owner = try db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'") {
+    if tables.contains("StoreInfo"), let owner = try db.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'")
+    {
       return owner
     }
     guard tables.contains("Messages"),
-      let (a, b) = try db.cachedStatement("SELECT from_user_id, to_user_id FROM Messages LIMIT 1").first([], { ($0.int64(0), $0.int64(1)) })
+      let (a, b) = try db.cachedStatement("SELECT from_user_id, to_user_id FROM Messages LIMIT 1").first(
+        [], { ($0.int64(0), $0.int64(1)) })
     else { return nil }
     let inEvery = try [a, b].filter {
-      try db.int64("SELECT NOT EXISTS (SELECT 1 FROM Messages WHERE from_user_id <> ?1 AND to_user_id <> ?1)", [$0]) == 1
+      try db.int64("SELECT NOT EXISTS (SELECT 1 FROM Messages WHERE from_user_id <> ?1 AND to_user_id <> ?1)", [$0])
+        == 1
     }
     if inEvery.count == 1 { return inEvery[0] }
     let recipients = try inEvery.filter {

@@ -295,7 +295,10 @@ public final class Database {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, current, -1, &stmt, &tail)
         let text = statementText(from: current, to: tail)
-        guard rc == SQLITE_OK else { sqlite3_finalize(stmt); throw error(rc, sql: text) }
+        guard rc == SQLITE_OK else {
+          sqlite3_finalize(stmt)
+          throw error(rc, sql: text)
+        }
         guard let stmt else { continue }  // whitespace or a comment
         defer { sqlite3_finalize(stmt) }
         var step = sqlite3_step(stmt)
@@ -312,7 +315,9 @@ public final class Database {
   }
 
   /// Maps every row of a query.
-  public func query<T>(_ sql: String, _ arguments: [any DatabaseValueConvertible] = [], _ transform: (Row) throws -> T) throws -> [T] {
+  public func query<T>(_ sql: String, _ arguments: [any DatabaseValueConvertible] = [], _ transform: (Row) throws -> T)
+    throws -> [T]
+  {
     try cachedStatement(sql).map(arguments, transform)
   }
 
@@ -359,7 +364,9 @@ public final class Database {
 
   /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.
   public enum TransactionKind: String, Sendable {
-    case deferred = "DEFERRED", immediate = "IMMEDIATE", exclusive = "EXCLUSIVE"
+    case deferred = "DEFERRED"
+    case immediate = "IMMEDIATE"
+    case exclusive = "EXCLUSIVE"
   }
 
   /// What a transaction's body decides.
@@ -370,7 +377,9 @@ public final class Database {
   ///
   /// Writers use `.immediate` (the default) so a busy lock is met at `BEGIN`, where
   /// `busy_timeout` can wait, never half-way through.
-  public func inTransaction(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> TransactionCompletion) throws {
+  public func inTransaction(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> TransactionCompletion)
+    throws
+  {
     try execute("BEGIN \(kind.rawValue) TRANSACTION")
     let completion: TransactionCompletion
     do {

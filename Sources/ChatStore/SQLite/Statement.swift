@@ -1,6 +1,7 @@
 import CSQLite
 
 /// `SQLITE_TRANSIENT`, which the C importer does not bring over: SQLite copies the bytes.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 let SQLITE_TRANSIENT = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
 /// A prepared statement, owned by one `Database` and used from its thread only.
@@ -55,7 +56,10 @@ public final class Statement {
       var v = v
       rc = v.withUTF8 { bindText($0, index) }
     case .blob(let v):
-      rc = v.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), SQLITE_TRANSIENT) }
+      rc = v.withUnsafeBytes {
+        sqlite3_bind_blob(
+          handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), SQLITE_TRANSIENT)
+      }
     }
     if rc != SQLITE_OK { throw database.error(rc, sql: sql) }
   }
@@ -89,7 +93,8 @@ public final class Statement {
   /// Binds all parameters, in order.
   public func bind(_ values: [any DatabaseValueConvertible]) throws {
     guard values.count == parameterCount else {
-      throw SQLiteError(code: SQLITE_RANGE, message: "expected \(parameterCount) arguments, got \(values.count)", sql: sql)
+      throw SQLiteError(
+        code: SQLITE_RANGE, message: "expected \(parameterCount) arguments, got \(values.count)", sql: sql)
     }
     for (i, value) in values.enumerated() { try bind(value.databaseValue, at: Int32(i + 1)) }
   }

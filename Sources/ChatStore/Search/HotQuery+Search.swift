@@ -20,6 +20,8 @@ extension HotQuery {
       sampleArguments: [.text("\"hello\""), .text("\u{10FFFF}"), .integer(Int64.max), .integer(50)],
       // The outbox is small: with statistics SQLite may read it whole and test each
       // request against the MATCH's list, which is as good.
-      access: [.scan("RequestSearch"), .primaryKey, .index("MessageRequests_by_conversation"), .scan("MessageRequests")]),
+      access: [
+        .scan("RequestSearch"), .primaryKey, .index("MessageRequests_by_conversation"), .scan("MessageRequests"),
+      ]),
   ]
 }

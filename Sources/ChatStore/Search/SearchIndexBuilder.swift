@@ -41,7 +41,8 @@ public struct SearchIndexBuilder {
     // The segmented rows go through a temporary table into the index in one statement
     // per chunk: row by row, this SQLite's FTS5 writes a segment per statement (see
     // `SearchIndexUpkeep`).
-    try db.execute("CREATE TEMP TABLE IF NOT EXISTS chatdb_search_segments (id INTEGER PRIMARY KEY, content TEXT NOT NULL)")
+    try db.execute(
+      "CREATE TEMP TABLE IF NOT EXISTS chatdb_search_segments (id INTEGER PRIMARY KEY, content TEXT NOT NULL)")
     defer { try? db.execute("DROP TABLE IF EXISTS temp.chatdb_search_segments") }
     let insert = try db.prepare("INSERT INTO temp.chatdb_search_segments (id, content) VALUES (?1, ?2)")
     var rows: [(Int64, String)] = []

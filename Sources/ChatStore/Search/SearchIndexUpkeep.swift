@@ -54,7 +54,8 @@ public final class SearchIndexUpkeep {
     self.database = database
     enabled =
       try database.int64(
-        "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch', 'RequestSearchText')") == 4
+        "SELECT count(*) FROM sqlite_schema WHERE name IN ('MessageSearch', 'MessageSearchCJK', 'RequestSearch', 'RequestSearchText')"
+      ) == 4
     guard enabled else {
       (noteAdded, noteRemoved, noteRequest, deleteWordRange, rangeTexts) = (nil, nil, nil, nil, nil)
       (countRange, addWordRange) = (nil, nil)
@@ -76,7 +77,8 @@ public final class SearchIndexUpkeep {
       "INSERT OR REPLACE INTO temp.chatdb_search_removed (id, content, segments) VALUES (?1, ?2, ?3)")
     noteRequest = try database.prepare("INSERT OR IGNORE INTO temp.chatdb_search_requests (id) VALUES (?1)")
     deleteWordRange = try database.prepare(
-      "INSERT INTO MessageSearch (MessageSearch, rowid, content) SELECT 'delete', id, content FROM Messages WHERE id > ?1 AND id <= ?2")
+      "INSERT INTO MessageSearch (MessageSearch, rowid, content) SELECT 'delete', id, content FROM Messages WHERE id > ?1 AND id <= ?2"
+    )
     rangeTexts = try database.prepare("SELECT id, content FROM Messages WHERE id > ?1 AND id <= ?2")
     countRange = try database.prepare("SELECT count(*) FROM Messages WHERE id BETWEEN ?1 AND ?2")
     addWordRange = try database.prepare(
@@ -216,7 +218,8 @@ public final class SearchIndexUpkeep {
     guard enabled else { return }
     discard()
     try? database.execute(
-      "DROP TABLE IF EXISTS temp.chatdb_search_added; DROP TABLE IF EXISTS temp.chatdb_search_removed; DROP TABLE IF EXISTS temp.chatdb_search_requests")
+      "DROP TABLE IF EXISTS temp.chatdb_search_added; DROP TABLE IF EXISTS temp.chatdb_search_removed; DROP TABLE IF EXISTS temp.chatdb_search_requests"
+    )
   }
 
   /// What the CJK index holds for a message with this text, or nil (no CJK in it).
@@ -293,7 +296,8 @@ public final class SearchIndexUpkeep {
   /// in the V2 format (`contentless_delete` tables, SQLite 3.43 and later).
   public static func levels(_ db: Database, _ table: String) throws -> [Level]? {
     precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
-    guard case .blob(let record)? = try db.query("SELECT block FROM \(table)_data WHERE id = 10", [], { $0.value(0) }).first,
+    guard
+      case .blob(let record)? = try db.query("SELECT block FROM \(table)_data WHERE id = 10", [], { $0.value(0) }).first,
       record.count >= 7, record.count < 8 || record[4..<8] != [0xFF, 0x00, 0x00, 0x01]
     else { return nil }
     var offset = 4  // after the configuration cookie
@@ -313,7 +317,9 @@ public final class SearchIndexUpkeep {
     guard let count = varint(), (0...64).contains(count), varint() != nil, varint() != nil else { return nil }
     var levels: [Level] = []
     for _ in 0..<count {
-      guard let merging = varint(), let segments = varint(), (0...2_000).contains(segments), merging >= 0 else { return nil }
+      guard let merging = varint(), let segments = varint(), (0...2_000).contains(segments), merging >= 0 else {
+        return nil
+      }
       for _ in 0..<segments * 3 { guard varint() != nil else { return nil } }  // id, first and last leaf
       levels.append(Level(segments: segments, merging: merging))
     }

@@ -39,7 +39,10 @@ public enum JSONValue: Sendable, Equatable {
       out.append(contentsOf: (value.isFinite ? value.description : "null").utf8)
     case .string(let value): JSONValue.writeString(value, to: &out)
     case .array(let elements):
-      guard !elements.isEmpty else { out.append(contentsOf: "[]".utf8); return }
+      guard !elements.isEmpty else {
+        out.append(contentsOf: "[]".utf8)
+        return
+      }
       out.append(UInt8(ascii: "["))
       for (index, element) in elements.enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -49,7 +52,10 @@ public enum JSONValue: Sendable, Equatable {
       newline(depth)
       out.append(UInt8(ascii: "]"))
     case .object(let members):
-      guard !members.isEmpty else { out.append(contentsOf: "{}".utf8); return }
+      guard !members.isEmpty else {
+        out.append(contentsOf: "{}".utf8)
+        return
+      }
       out.append(UInt8(ascii: "{"))
       for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }

@@ -52,7 +52,10 @@ public struct Backoff: Sendable, Equatable {
 extension Double {
   fileprivate static func pow2(_ exponent: Double) -> Double {
     var value = 1.0
-    for _ in 0..<Int(exponent) { value *= 2; if value > 1e12 { break } }
+    for _ in 0..<Int(exponent) {
+      value *= 2
+      if value > 1e12 { break }
+    }
     return value
   }
 }

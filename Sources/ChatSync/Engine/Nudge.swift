@@ -66,7 +66,9 @@ public final class NudgeListener: @unchecked Sendable {
     socketPath = Nudge.socketPath(for: database)
     let lockPath = Nudge.lockPath(for: database)
     lockFD = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard lockFD >= 0 else { throw Busy(description: "\(lockPath): cannot open the sync lock (\(String(cString: strerror(errno))))") }
+    guard lockFD >= 0 else {
+      throw Busy(description: "\(lockPath): cannot open the sync lock (\(String(cString: strerror(errno))))")
+    }
     guard flock(lockFD, LOCK_EX | LOCK_NB) == 0 else {
       Glibc.close(lockFD)
       throw Busy(description: "\(database): another 'chat-sync run' is syncing this file")

@@ -27,7 +27,8 @@ struct RelayAPI: Sendable {
     ])
     let reply: HTTPReply
     do {
-      reply = try await http.send(HTTPCall(method: "POST", path: "/v1/messages", body: Array(body.render(pretty: false).utf8), timeout: timeout))
+      reply = try await http.send(
+        HTTPCall(method: "POST", path: "/v1/messages", body: Array(body.render(pretty: false).utf8), timeout: timeout))
     } catch let error as TransportError where error.neverConnected {
       return .unreachable("\(error)")
     } catch {
@@ -73,7 +74,9 @@ struct RelayAPI: Sendable {
 
   func sync(after cursor: ChatRepository.SyncCursor, limit: Int) async throws -> SyncPage {
     let reply = try await http.send(
-      HTTPCall(method: "GET", path: "/v1/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
+      HTTPCall(
+        method: "GET",
+        path: "/v1/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
     let page: WirePage = try Self.decode(reply, "GET /v1/messages")
     return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
   }
@@ -98,7 +101,8 @@ struct RelayAPI: Sendable {
     guard !ids.isEmpty else { return [] }
     var users: [User] = []
     for chunk in stride(from: 0, to: ids.count, by: 100).map({ Array(ids[$0..<min($0 + 100, ids.count)]) }) {
-      let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users?ids=" + chunk.map(String.init).joined(separator: ",")))
+      let reply = try await http.send(
+        HTTPCall(method: "GET", path: "/v1/users?ids=" + chunk.map(String.init).joined(separator: ",")))
       let list: WireUsers = try Self.decode(reply, "GET /v1/users")
       users += list.users.map(\.model)
     }
@@ -141,7 +145,9 @@ public struct RelayRequests: Sendable {
   }
 
   /// A contact's profile, nil when the relay does not show it.
-  public func profile(_ id: Int64, timeout: Double = 3) async throws -> User? { try await api.profile(id, timeout: timeout) }
+  public func profile(_ id: Int64, timeout: Double = 3) async throws -> User? {
+    try await api.profile(id, timeout: timeout)
+  }
 }
 
 /// Why a sync could not finish.

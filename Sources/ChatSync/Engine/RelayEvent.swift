@@ -25,7 +25,8 @@ enum RelayEvent: Sendable, Equatable {
     case "message_read": return payload(StatusUpdate.self).map { .read($0) }
     case "contact_status_update": return payload(ContactStatus.self).map { .contactStatus($0) }
     case "delivery_acknowledged": return payload(IDs.self).map { .deliveryAcknowledged($0.messageIds) }
-    case "read_acknowledged": return payload(ReadMark.self).map { .readAcknowledged(conversation: $0.conversationId, upTo: $0.upTo) }
+    case "read_acknowledged":
+      return payload(ReadMark.self).map { .readAcknowledged(conversation: $0.conversationId, upTo: $0.upTo) }
     case "error": return payload(ErrorDetail.self).map { .error(code: $0.code, message: $0.message) }
     default: return .unknown(head.type)
     }

@@ -108,7 +108,9 @@ public actor SyncEngine {
   /// The least time between two connects when a backoff is cut short, in seconds.
   static let reconnectFloor = 0.5
 
-  public init(repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()) {
+  public init(
+    repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()
+  ) {
     self.owner = repository.ownerID
     self.repository = repository
     self.api = RelayAPI(http: http)
@@ -276,7 +278,9 @@ public actor SyncEngine {
         halt("The relay refused the token (HTTP 401)")
         return
       } catch {
-        log(connected ? "sync: \(error); reconnecting to sync again before trusting events" : "socket: cannot connect: \(error)")
+        log(
+          connected
+            ? "sync: \(error); reconnecting to sync again before trusting events" : "socket: cannot connect: \(error)")
       }
       if stopping || Task.isCancelled { return }
       failures += 1
@@ -357,8 +361,11 @@ public actor SyncEngine {
         } else {
           typingUntil[status.userId] = nil
         }
-        if let seen = status.lastSeenAt { try await patiently { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) } }
-        log("contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
+        if let seen = status.lastSeenAt {
+          try await patiently { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
+        }
+        log(
+          "contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
       case .deliveryAcknowledged(let ids):
         try await patiently { try repository.confirmDelivered(ids) }
         acksInFlight.subtract(ids)
@@ -385,7 +392,8 @@ public actor SyncEngine {
     // One transaction: the update and, when it closed a gap, the cursor past it.
     try await patiently { [next, updateCursor] in
       try repository.applyUpdate(
-        status, messageID: update.messageId, conversation: update.conversationId, sequence: next > updateCursor ? next : nil)
+        status, messageID: update.messageId, conversation: update.conversationId,
+        sequence: next > updateCursor ? next : nil)
     }
     appliedAhead = ahead
     if next > updateCursor {
@@ -411,10 +419,14 @@ public actor SyncEngine {
     if !contacts.isEmpty {
       users = (try? await api.profiles(contacts)) ?? []
       // Nothing waits forever for a profile: a stand-in now, the real one later.
-      for id in contacts where !users.contains(where: { $0.id == id }) { users.append(User(id: id, name: "user \(id)")) }
+      for id in contacts where !users.contains(where: { $0.id == id }) {
+        users.append(User(id: id, name: "user \(id)"))
+      }
     }
     try await patiently { try repository.receive(fresh, users: users, messageCursor: cursor) }
-    for message in fresh where message.fromUserID != owner { log("received message \(message.id) from user \(message.fromUserID)") }
+    for message in fresh where message.fromUserID != owner {
+      log("received message \(message.id) from user \(message.fromUserID)")
+    }
   }
 
   private func cursorSync() async throws {
@@ -426,7 +438,8 @@ public actor SyncEngine {
       for update in page.updates {
         let status: MessageStatus = update.type == "message_read" ? .read : .delivered
         try await patiently {
-          try repository.applyUpdate(status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
+          try repository.applyUpdate(
+            status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
         }
       }
       updateCursor = try repository.syncCursor().updates
@@ -435,7 +448,9 @@ public actor SyncEngine {
       if !page.hasMore { break }
     }
     // Contacts still shown by their stand-in name get their real profile once the relay shows it.
-    if let standIns = try? repository.standInContacts(), !standIns.isEmpty, let users = try? await api.profiles(standIns), !users.isEmpty {
+    if let standIns = try? repository.standInContacts(), !standIns.isEmpty,
+      let users = try? await api.profiles(standIns), !users.isEmpty
+    {
       try await patiently { try repository.receive([], users: users, messageCursor: nil) }
       log("profiles: \(users.count) contact(s) no longer shown by a stand-in name")
     }
@@ -566,7 +581,6 @@ public actor SyncEngine {
   /// Whether the socket is up and the sync after its connect has finished.
   public var isSynced: Bool { socket != nil && synced }
 
-
   // MARK: - Waiting out another writer
 
   /// Runs one write to the file, retried (with a pause that grows to 1 s) while another
@@ -583,7 +597,10 @@ public actor SyncEngine {
     while true {
       do {
         return try write()
-      } catch where Self.isBusy(error) && !stopping && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000)) {
+      } catch
+        where Self.isBusy(error) && !stopping
+        && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000))
+      {
         // Stopping (SIGTERM) ends the wait: what was not written is still on the relay,
         // unacknowledged, and comes again at the next run.
         if !said {
@@ -649,7 +666,8 @@ public actor SyncEngine {
     firstTried[request.requestID] = started
     do {
       // The durable timeout: if this process dies now the request is due again after it.
-      guard try await patiently({ try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) }) else { return }
+      guard try await patiently({ try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) })
+      else { return }
     } catch {
       log("outbox: \(error)")
       return
@@ -679,20 +697,29 @@ public actor SyncEngine {
         let elapsed = started.duration(to: .now).components
         metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         firstTried[request.requestID] = nil
-        log("sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")")
+        log(
+          "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
+        )
       case .retryable(let reason, let retryAfter):
         metrics.failedAttempts += 1
         let attempts = reachedRelay ? try await patiently { try repository.recordFailedAnswer(request.requestID) } : 0
-        let age = Timestamp.milliseconds(from: request.createdAt).map { Date().timeIntervalSince1970 - Double($0) / 1000 } ?? 0
+        let age =
+          Timestamp.milliseconds(from: request.createdAt).map { Date().timeIntervalSince1970 - Double($0) / 1000 } ?? 0
         if attempts >= options.maxAttempts || age >= options.maxAge {
           let limit = attempts >= options.maxAttempts ? "\(attempts) attempts" : "\(Int(age / 3_600)) h"
-          try await patiently { try repository.markFailed(request.requestID, reason: "gave up after \(limit): \(reason)", retryAt: nil) }
+          try await patiently {
+            try repository.markFailed(request.requestID, reason: "gave up after \(limit): \(reason)", retryAt: nil)
+          }
           firstTried[request.requestID] = nil
-          log("request \(request.requestID) failed for good after \(limit) (\(reason)); 'chat-sync retry \(request.requestID)' sends it again")
+          log(
+            "request \(request.requestID) failed for good after \(limit) (\(reason)); 'chat-sync retry \(request.requestID)' sends it again"
+          )
           return
         }
         let delay = retryAfter ?? options.outboxBackoff.delay(attempt: request.failCount + 1, random: options.random)
-        try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay)) }
+        try await patiently {
+          try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay))
+        }
         log(String(format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s", delay))
       case .rejected(let reason):
         metrics.rejected += 1

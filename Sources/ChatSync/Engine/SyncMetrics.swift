@@ -1,5 +1,5 @@
-import Foundation
 import ChatStore
+import Foundation
 
 /// Seed 004's measures of one engine's life: what `run` logs every minute and on exit,
 /// and `run --once --json` returns, so a test can see injected faults really happened.
@@ -47,7 +47,8 @@ public struct SyncMetrics: Sendable, Equatable {
       "duplicatesDropped": .int(Int64(duplicatesDropped)), "connections": .int(Int64(connections)),
       "reconnects": .int(Int64(reconnects)),
       "sendLatencyMs": .object([
-        "p50": latency(quantile: 0.5).map { .double($0) } ?? .null, "p99": latency(quantile: 0.99).map { .double($0) } ?? .null,
+        "p50": latency(quantile: 0.5).map { .double($0) } ?? .null,
+        "p99": latency(quantile: 0.99).map { .double($0) } ?? .null,
       ]),
     ])
   }
@@ -56,7 +57,8 @@ public struct SyncMetrics: Sendable, Equatable {
   public var summary: String {
     let p50 = latency(quantile: 0.5).map { String(format: "%.1f", $0) } ?? "-"
     let p99 = latency(quantile: 0.99).map { String(format: "%.1f", $0) } ?? "-"
-    return "sent \(sent) (replayed \(replayed)), failed attempts \(failedAttempts), rejected \(rejected), retries \(retries), "
+    return
+      "sent \(sent) (replayed \(replayed)), failed attempts \(failedAttempts), rejected \(rejected), retries \(retries), "
       + "received \(received), duplicates dropped \(duplicatesDropped), reconnects \(reconnects), send latency p50 \(p50) ms p99 \(p99) ms"
   }
 }

@@ -1,6 +1,6 @@
 import CWebSockets
-import Foundation
 import ChatStore
+import Foundation
 
 #if canImport(Glibc)
   import Glibc
@@ -138,8 +138,12 @@ final class ClientCore: @unchecked Sendable {
       state.live = []
       return (waiting, answering)
     }
-    for (_, continuation) in waiting { continuation.resume(throwing: TransportError("the WebSocket service thread stopped")) }
-    for (_, continuation) in answering { continuation.resume(throwing: TransportError("the HTTP service thread stopped")) }
+    for (_, continuation) in waiting {
+      continuation.resume(throwing: TransportError("the WebSocket service thread stopped"))
+    }
+    for (_, continuation) in answering {
+      continuation.resume(throwing: TransportError("the HTTP service thread stopped"))
+    }
     for (_, connection) in connections { connection.channel.finish() }
     connections = [:]
   }

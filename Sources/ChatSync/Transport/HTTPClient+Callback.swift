@@ -52,7 +52,11 @@ extension ClientCore {
       return -1
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
       let why = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-      settle(exchange, .failure(TransportError("\(exchange.request.name): \(why ?? "connection failed")", neverConnected: exchange.status == 0)))
+      settle(
+        exchange,
+        .failure(
+          TransportError(
+            "\(exchange.request.name): \(why ?? "connection failed")", neverConnected: exchange.status == 0)))
       return 0
     case LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
       if exchange.status != 0 && exchange.bodyToEndOfConnection {
@@ -150,7 +154,8 @@ extension ClientCore {
     let pre = Int(chat_lws_pre)
     var buffer = [UInt8](repeating: 0, count: pre + count)
     buffer.withUnsafeMutableBufferPointer { buffer in
-      _ = UnsafeMutableBufferPointer(rebasing: buffer[pre...]).initialize(from: body[exchange.sent..<(exchange.sent + count)])
+      _ = UnsafeMutableBufferPointer(rebasing: buffer[pre...]).initialize(
+        from: body[exchange.sent..<(exchange.sent + count)])
     }
     let written = buffer.withUnsafeMutableBufferPointer {
       lws_write(wsi, $0.baseAddress! + pre, count, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)

@@ -1,6 +1,6 @@
 import CWebSockets
-import Foundation
 import ChatStore
+import Foundation
 
 // HTTP to the relay over libwebsockets' client: every exchange lives on the client
 // context and service thread the WebSockets use (ClientCore); the events are in
@@ -137,7 +137,8 @@ extension ClientCore {
         }
       }
     } onCancel: {
-      let (waiting, wake) = shared.withLock { state -> (CheckedContinuation<HTTPReply, any Error>?, ClientWakeHandle?) in
+      let (waiting, wake) = shared.withLock {
+        state -> (CheckedContinuation<HTTPReply, any Error>?, ClientWakeHandle?) in
         guard let waiting = state.answering.removeValue(forKey: id) else { return (nil, nil) }
         state.abandoned.insert(id)
         return (waiting, state.requestWake())

@@ -1,5 +1,5 @@
-import Foundation
 import ChatStore
+import Foundation
 
 // The engine's two ways to the relay, as values: the real ones (libwebsockets' client for both,
 // HTTPClient.swift and WebSocketClient.swift) in production and integration tests, scripted

@@ -208,7 +208,9 @@ extension ClientCore {
       buffer.withUnsafeMutableBufferPointer { buffer in
         _ = UnsafeMutableBufferPointer(rebasing: buffer[pre...]).initialize(from: text.utf8)
       }
-      let written = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT) }
+      let written = buffer.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
+      }
       guard written >= count else { return -1 }
       if more { lws_callback_on_writable(wsi) }
       return 0

@@ -1,7 +1,7 @@
 import CWebSockets
+import ChatStore
 import Dispatch
 import Foundation
-import ChatStore
 
 #if canImport(Glibc)
   import Glibc

@@ -50,13 +50,29 @@ import Testing
     for record in records {
       switch record {
       case .user(let u):
-        mix(u.id); mix(u.name); mix(u.avatarURL); mix(u.lastConnectedAt)
+        mix(u.id)
+        mix(u.name)
+        mix(u.avatarURL)
+        mix(u.lastConnectedAt)
       case .message(let m):
-        mix(m.id); mix(m.fromUserID); mix(m.toUserID); mix(m.content); mix(m.status.rawValue); mix(m.createdAt)
+        mix(m.id)
+        mix(m.fromUserID)
+        mix(m.toUserID)
+        mix(m.content)
+        mix(m.status.rawValue)
+        mix(m.createdAt)
         mix(m.requestID)
       case .request(let r):
-        mix(r.requestID); mix(r.toUserID); mix(r.content); mix(r.status.rawValue); mix(r.createdAt)
-        mix(r.lastModifiedAt); mix(r.lastSentAt); mix(Int64(r.failCount)); mix(r.nextAttemptAt); mix(r.failReason)
+        mix(r.requestID)
+        mix(r.toUserID)
+        mix(r.content)
+        mix(r.status.rawValue)
+        mix(r.createdAt)
+        mix(r.lastModifiedAt)
+        mix(r.lastSentAt)
+        mix(Int64(r.failCount))
+        mix(r.nextAttemptAt)
+        mix(r.failReason)
       }
     }
     return hash
@@ -178,7 +194,10 @@ import Testing
     options.days = 10_000
     let history = GeneratedHistory(options)
     #expect(history.messages.count == 1_000)
-    #expect(history.messages.allSatisfy { $0.id > 0 && Timestamp.milliseconds(from: $0.createdAt)! >= MessageID.epochMilliseconds })
+    #expect(
+      history.messages.allSatisfy {
+        $0.id > 0 && Timestamp.milliseconds(from: $0.createdAt)! >= MessageID.epochMilliseconds
+      })
   }
 
   @Test(arguments: [HistoryGenerator.maximumEnd, HistoryGenerator.maximumEnd + 1, 253_402_300_799_999, Int64.max])
@@ -192,7 +211,8 @@ import Testing
     let ids = history.messages.map(\.id)
     #expect(ids.allSatisfy { $0 > 0 })
     #expect(ids == ids.sorted())
-    #expect(history.messages.allSatisfy { Timestamp.milliseconds(from: $0.createdAt) == MessageID.milliseconds(of: $0.id) })
+    #expect(
+      history.messages.allSatisfy { Timestamp.milliseconds(from: $0.createdAt) == MessageID.milliseconds(of: $0.id) })
     #expect(MessageID.milliseconds(of: ids.last!) <= HistoryGenerator.maximumEnd)
   }
 
@@ -241,7 +261,9 @@ import Testing
 
   @Test func textsMixScriptsEmojiAndJSONHostileCharacters() {
     let texts = GeneratedHistory.small.messages.map(\.content)
-    func some(_ predicate: (Unicode.Scalar) -> Bool) -> Int { texts.filter { $0.unicodeScalars.contains(where: predicate) }.count }
+    func some(_ predicate: (Unicode.Scalar) -> Bool) -> Int {
+      texts.filter { $0.unicodeScalars.contains(where: predicate) }.count
+    }
     #expect(some { (0x4E00...0x9FFF).contains($0.value) || (0xAC00...0xD7AF).contains($0.value) } > 100, "CJK")
     #expect(some { (0x1F300...0x1FAFF).contains($0.value) } > 100, "emoji")
     #expect(some { $0.value == 0x200D } > 10, "ZWJ sequences")

@@ -28,7 +28,10 @@ import Testing
       let failing = Health.names(try IndexTools.verify(db))
       #expect(failing.contains(HotQuery.messagesBefore.name))
       #expect(failing.contains(HotQuery.messagesAfter.name))
-      #expect(try IndexTools.verify(db).filter { !$0.isOK }.allSatisfy { $0.outcome == .scans && Set($0.scans) == ["Messages"] })
+      #expect(
+        try IndexTools.verify(db).filter { !$0.isOK }.allSatisfy {
+          $0.outcome == .scans && Set($0.scans) == ["Messages"]
+        })
 
       let statements = try IndexTools.repairStatements(db)
       #expect(statements == ["CREATE INDEX Messages_by_conversation ON Messages (conversation_id, id)"])
@@ -143,25 +146,32 @@ import Testing
         description: "bad message status", sql: "UPDATE Messages SET status = 'SENDING' WHERE id = \(newestMessage)",
         check: "message-status", count: 1),
       Fault(
-        description: "bad request status", sql: "UPDATE MessageRequests SET status = 'LOST' WHERE request_id = \(firstRequest)",
+        description: "bad request status",
+        sql: "UPDATE MessageRequests SET status = 'LOST' WHERE request_id = \(firstRequest)",
         check: "request-status", count: 1),
       Fault(
         description: "SENT without last_sent_at",
         sql: "UPDATE MessageRequests SET status = 'SENT', last_sent_at = NULL WHERE request_id = \(firstRequest)",
         check: "request-sent-without-time", count: 1),
       Fault(
-        description: "negative fail_count", sql: "UPDATE MessageRequests SET fail_count = -1 WHERE request_id = \(firstRequest)",
+        description: "negative fail_count",
+        sql: "UPDATE MessageRequests SET fail_count = -1 WHERE request_id = \(firstRequest)",
         check: "request-negative-fail-count", count: 1),
       Fault(
         description: "id/created_at mismatch",
-        sql: "UPDATE Messages SET created_at = '2001-01-01T00:00:00.000Z' WHERE id IN (SELECT id FROM Messages ORDER BY id LIMIT 2)",
+        sql:
+          "UPDATE Messages SET created_at = '2001-01-01T00:00:00.000Z' WHERE id IN (SELECT id FROM Messages ORDER BY id LIMIT 2)",
         check: "message-id-time", count: 2),
       Fault(description: "extra table", sql: "CREATE TABLE Scratch (x)", check: "schema-extra", count: 1),
-      Fault(description: "missing index", sql: "DROP INDEX Messages_by_conversation", check: "schema-missing", count: 1),
       Fault(
-        description: "changed index", sql: "DROP INDEX Messages_by_created_at; CREATE INDEX Messages_by_created_at ON Messages (created_at DESC)",
+        description: "missing index", sql: "DROP INDEX Messages_by_conversation", check: "schema-missing", count: 1),
+      Fault(
+        description: "changed index",
+        sql: "DROP INDEX Messages_by_created_at; CREATE INDEX Messages_by_created_at ON Messages (created_at DESC)",
         check: "schema-different", count: 1),
-      Fault(description: "extra column", sql: "ALTER TABLE Users ADD COLUMN nickname TEXT", check: "schema-different", count: 1),
+      Fault(
+        description: "extra column", sql: "ALTER TABLE Users ADD COLUMN nickname TEXT", check: "schema-different",
+        count: 1),
       Fault(
         description: "drifted checksum", sql: "UPDATE chatdb_migrations SET checksum = 'deadbeef' WHERE version = 2",
         check: "migration-drift", count: 1),
@@ -225,7 +235,9 @@ import Testing
       do {
         let db = try Database(path: path, mode: .readOnly)
         // A leaf page of the Messages b-tree well inside the file.
-        page = try #require(try db.int64("SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
+        page = try #require(
+          try db.int64(
+            "SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
         pageSize = try #require(try db.int64("PRAGMA page_size"))
       }
       #expect(page >= 5)
@@ -254,8 +266,10 @@ import Testing
 
     @Test func schemaComparisonIgnoresWhitespace() {
       #expect(
-        SchemaReference.normalise("CREATE INDEX  a ON t (\n  x,\n  y\n)") == SchemaReference.normalise("CREATE INDEX a ON t (x, y)"))
-      #expect(SchemaReference.normalise("CREATE INDEX a ON t (x)") != SchemaReference.normalise("CREATE INDEX a ON t (y)"))
+        SchemaReference.normalise("CREATE INDEX  a ON t (\n  x,\n  y\n)")
+          == SchemaReference.normalise("CREATE INDEX a ON t (x, y)"))
+      #expect(
+        SchemaReference.normalise("CREATE INDEX a ON t (x)") != SchemaReference.normalise("CREATE INDEX a ON t (y)"))
     }
 
     @Test(arguments: 1...Migration.shipped.count)
@@ -287,15 +301,22 @@ import Testing
       Variant(description: "the seed as shipped", sql: { $0 }, adoptable: true),
       Variant(
         description: "the seed re-wrapped in lower case",
-        sql: { $0.replacingOccurrences(of: "INTEGER PRIMARY KEY", with: "integer   primary key").replacingOccurrences(of: "\n  ", with: " ") },
+        sql: {
+          $0.replacingOccurrences(of: "INTEGER PRIMARY KEY", with: "integer   primary key").replacingOccurrences(
+            of: "\n  ", with: " ")
+        },
         adoptable: true),
       Variant(
         description: "Messages.id without PRIMARY KEY",
-        sql: { $0.replacingOccurrences(of: "CREATE TABLE Messages (\n  id INTEGER PRIMARY KEY", with: "CREATE TABLE Messages (\n  id INTEGER") },
+        sql: {
+          $0.replacingOccurrences(
+            of: "CREATE TABLE Messages (\n  id INTEGER PRIMARY KEY", with: "CREATE TABLE Messages (\n  id INTEGER")
+        },
         adoptable: false, names: ["Messages", "PK"]),
       Variant(
         description: "Users.name without NOT NULL",
-        sql: { $0.replacingOccurrences(of: "name TEXT NOT NULL", with: "name TEXT") }, adoptable: false, names: ["Users", "name TEXT"]),
+        sql: { $0.replacingOccurrences(of: "name TEXT NOT NULL", with: "name TEXT") }, adoptable: false,
+        names: ["Users", "name TEXT"]),
       Variant(
         description: "MessageRequests.fail_count as TEXT",
         sql: { $0.replacingOccurrences(of: "fail_count INTEGER", with: "fail_count TEXT") }, adoptable: false,
@@ -317,7 +338,8 @@ import Testing
         description: "an extra index", sql: { $0 + "\nCREATE INDEX Users_by_name ON Users (name);" }, adoptable: false,
         names: ["index Users_by_name"]),
       Variant(
-        description: "an extra table", sql: { $0 + "\nCREATE TABLE Scratch (x);" }, adoptable: false, names: ["Scratch"]),
+        description: "an extra table", sql: { $0 + "\nCREATE TABLE Scratch (x);" }, adoptable: false, names: ["Scratch"]
+      ),
     ]
 
     @Test(arguments: variants)
@@ -414,7 +436,9 @@ import Testing
       let (page, pageSize): (Int64, Int64)
       do {
         let db = try Database(path: path, mode: .readOnly)
-        page = try #require(try db.int64("SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
+        page = try #require(
+          try db.int64(
+            "SELECT pageno FROM dbstat WHERE name = 'Messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
         pageSize = try #require(try db.int64("PRAGMA page_size"))
       }
       let handle = try #require(FileHandle(forUpdatingAtPath: path))

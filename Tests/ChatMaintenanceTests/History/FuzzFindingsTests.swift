@@ -6,7 +6,8 @@ import Testing
 
 /// Inputs the `records` fuzz target (Fuzz/Records.swift) found crashing, kept as tests.
 @Suite struct RecordFuzzFindings {
-  static let header = #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
+  static let header =
+    #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
   /// Counts that each fit an Int64 but whose sum does not: `HistoryTrailer.total` trapped.
   static let overflowingTrailer = #"{"type":"trailer","users":9223372036854775807,"messages":1,"requests":0}"#
 

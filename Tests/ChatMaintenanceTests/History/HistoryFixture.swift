@@ -35,7 +35,9 @@ final class HistoryFolder {
   }
 
   /// Exports `db` to a zstd file and returns its path.
-  func export(_ db: Database, owner: Int64 = 1, filter: ExportFilter = ExportFilter(), name: String = "export.ndjson.zst") throws
+  func export(
+    _ db: Database, owner: Int64 = 1, filter: ExportFilter = ExportFilter(), name: String = "export.ndjson.zst"
+  ) throws
     -> String
   {
     let output = try OutputFile(path: file(name))
@@ -61,7 +63,9 @@ final class HistoryFolder {
 func contents(_ db: Database) throws -> [String] {
   var rows: [String] = []
   for (table, order) in [("Users", "id"), ("Messages", "id"), ("MessageRequests", "request_id")] {
-    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") { "\(table): " + $0.values.map(\.description).joined(separator: "|") }
+    rows += try db.query("SELECT * FROM \(table) ORDER BY \(order)") {
+      "\(table): " + $0.values.map(\.description).joined(separator: "|")
+    }
   }
   return rows
 }
@@ -101,7 +105,8 @@ func connectionSettings(_ db: Database) throws -> [String: String] {
   }
   settings["in transaction"] = "\(db.isInTransaction)"
   settings["triggers"] = "\(db.triggersEnabled)"
-  settings["temp tables"] = try db.query("SELECT name FROM temp.sqlite_schema ORDER BY name") { $0.string(0) }.joined(separator: ",")
+  settings["temp tables"] = try db.query("SELECT name FROM temp.sqlite_schema ORDER BY name") { $0.string(0) }.joined(
+    separator: ",")
   return settings
 }
 

@@ -10,7 +10,8 @@ import Testing
     try fill(source)
     // NULLs and awkward text beyond what the generator makes.
     try source.execute(
-      "INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (99, 'tab\tnew\nline \"q\" \\ e\u{301} \u{1}', NULL, NULL)")
+      "INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (99, 'tab\tnew\nline \"q\" \\ e\u{301} \u{1}', NULL, NULL)"
+    )
     let path = try folder.export(source)
     #expect(FileSystem.permissions(atPath: path) == 0o600)
 
@@ -51,7 +52,8 @@ import Testing
     let folder = try HistoryFolder()
     let db = try folder.database()
     try fill(db)
-    let contact = try #require(try db.int64("SELECT conversation_id FROM Messages GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"))
+    let contact = try #require(
+      try db.int64("SELECT conversation_id FROM Messages GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"))
     let path = try folder.export(db, filter: ExportFilter(conversation: contact, since: "2025-07-01T00:00:00.000Z"))
     let target = try Database(path: folder.file("part.db"), mode: .create)
     _ = try Migrator().apply(Migration.shipped, to: target, owner: 1)
@@ -69,19 +71,68 @@ import Testing
     ("not JSON", "hello", ":3: expected '{'"),
     ("missing type", #"{"id":1}"#, ":3: missing field 'type'"),
     ("unknown type", #"{"type":"reaction"}"#, ":3: field 'type': unknown record type 'reaction'"),
-    ("missing content", #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'content': missing"),
-    ("unknown status", #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"SENDING","createdAt":"2026-01-01"}"#, ":3: field 'status': 'SENDING' is not one of SYNCED, DELIVERED, READ"),
-    ("id zero", #"{"type":"message","id":0,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'id': 0 is out of range"),
-    ("negative id", #"{"type":"message","id":-5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'id': -5 is out of range"),
-    ("id too big", #"{"type":"message","id":9223372036854775808,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'id': not an integer, or out of range"),
-    ("fractional id", #"{"type":"message","id":1.5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'id': not an integer"),
-    ("bad time", #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"yesterday"}"#, ":3: field 'createdAt': 'yesterday' is not an ISO 8601 time"),
-    ("someone else's message", #"{"type":"message","id":5,"fromUserId":2,"toUserId":3,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: the message is between users 2 and 3"),
-    ("unknown user", #"{"type":"message","id":5,"fromUserId":7,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: field 'fromUserId': user 7 is not in the file"),
-    ("a message to oneself", #"{"type":"message","id":5,"fromUserId":1,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#, ":3: the message is from user 1 to themselves"),
-    ("a request to oneself", #"{"type":"request","requestId":5,"toUserId":1,"content":"x","status":"PENDING","createdAt":"2026-01-01"}"#, ":3: field 'toUserId': a request from user 1 cannot be addressed to themselves"),
-    ("unpaired surrogate", #"{"type":"user","id":3,"name":"\ud800"}"#, ":3: field 'name': an unpaired UTF-16 surrogate"),
-    ("newer header", #"{"type":"header","format":"chatdb-history","version":2,"schemaVersion":3,"userId":1}"#, ":3: a header is only allowed on line 1"),
+    (
+      "missing content",
+      #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'content': missing"
+    ),
+    (
+      "unknown status",
+      #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"SENDING","createdAt":"2026-01-01"}"#,
+      ":3: field 'status': 'SENDING' is not one of SYNCED, DELIVERED, READ"
+    ),
+    (
+      "id zero",
+      #"{"type":"message","id":0,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'id': 0 is out of range"
+    ),
+    (
+      "negative id",
+      #"{"type":"message","id":-5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'id': -5 is out of range"
+    ),
+    (
+      "id too big",
+      #"{"type":"message","id":9223372036854775808,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'id': not an integer, or out of range"
+    ),
+    (
+      "fractional id",
+      #"{"type":"message","id":1.5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'id': not an integer"
+    ),
+    (
+      "bad time",
+      #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"x","status":"READ","createdAt":"yesterday"}"#,
+      ":3: field 'createdAt': 'yesterday' is not an ISO 8601 time"
+    ),
+    (
+      "someone else's message",
+      #"{"type":"message","id":5,"fromUserId":2,"toUserId":3,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: the message is between users 2 and 3"
+    ),
+    (
+      "unknown user",
+      #"{"type":"message","id":5,"fromUserId":7,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: field 'fromUserId': user 7 is not in the file"
+    ),
+    (
+      "a message to oneself",
+      #"{"type":"message","id":5,"fromUserId":1,"toUserId":1,"content":"x","status":"READ","createdAt":"2026-01-01"}"#,
+      ":3: the message is from user 1 to themselves"
+    ),
+    (
+      "a request to oneself",
+      #"{"type":"request","requestId":5,"toUserId":1,"content":"x","status":"PENDING","createdAt":"2026-01-01"}"#,
+      ":3: field 'toUserId': a request from user 1 cannot be addressed to themselves"
+    ),
+    (
+      "unpaired surrogate", #"{"type":"user","id":3,"name":"\ud800"}"#, ":3: field 'name': an unpaired UTF-16 surrogate"
+    ),
+    (
+      "newer header", #"{"type":"header","format":"chatdb-history","version":2,"schemaVersion":3,"userId":1}"#,
+      ":3: a header is only allowed on line 1"
+    ),
   ]
 
   @Test(arguments: cases)
@@ -114,12 +165,16 @@ import Testing
     let path = try folder.write(
       "long.ndjson",
       lines: Array(validLines(messages: 0).prefix(2))
-        + [#"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"\#(long)","status":"READ","createdAt":"2026-01-01"}"#])
+        + [
+          #"{"type":"message","id":5,"fromUserId":2,"toUserId":1,"content":"\#(long)","status":"READ","createdAt":"2026-01-01"}"#
+        ])
     do {
       try folder.importFile(path, into: db)
       Issue.record("no error")
     } catch let error as ImportError {
-      #expect(error.message.contains(":3: field 'content': 65537 bytes is longer than the limit of 65536"), "\(error.message)")
+      #expect(
+        error.message.contains(":3: field 'content': 65537 bytes is longer than the limit of 65536"), "\(error.message)"
+      )
     }
   }
 
@@ -162,7 +217,9 @@ import Testing
       try folder.importFile(path, into: db, batchSize: 10_000)
       Issue.record("no error")
     } catch let error as ImportError {
-      #expect(error.message.hasPrefix("\(path):102: field 'requestId': 10 already belongs to another message"), "\(error.message)")
+      #expect(
+        error.message.hasPrefix("\(path):102: field 'requestId': 10 already belongs to another message"),
+        "\(error.message)")
     }
     #expect(try db.int64("SELECT count(*) FROM Messages") == 0, "the batch is rolled back")
   }
@@ -172,13 +229,15 @@ import Testing
     let db = try folder.database()
     var lines = validLines(messages: 10)
     lines[4] = "garbage"
-    lines[8] = #"{"type":"message","id":7,"fromUserId":2,"toUserId":1,"content":"x","status":"LOST","createdAt":"2026-01-01"}"#
+    lines[8] =
+      #"{"type":"message","id":7,"fromUserId":2,"toUserId":1,"content":"x","status":"LOST","createdAt":"2026-01-01"}"#
     let path = try folder.write("skip.ndjson", lines: lines)
     let rejectsFile = try OutputFile(path: folder.file("rejects.ndjson"))
     let rejects = PlainSink(fileDescriptor: rejectsFile.fileDescriptor, name: rejectsFile.path)
     var options = HistoryImporter.Options()
     options.skipBadRecords = true
-    let summary = try HistoryImporter(database: db, owner: 1, options: options).run(ByteSource.open(path: path), rejects: rejects)
+    let summary = try HistoryImporter(database: db, owner: 1, options: options).run(
+      ByteSource.open(path: path), rejects: rejects)
     try rejectsFile.commit()
     #expect(summary.rejected == 2)
     #expect(summary.messages == 8)
@@ -246,7 +305,8 @@ import Testing
 
   @Test func aMissingTrailerOrAWrongCountIsRefused() throws {
     let folder = try HistoryFolder()
-    let header = #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
+    let header =
+      #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
     let body = validLines(messages: 3)
     let noTrailer = try folder.write("no-trailer.ndjson", lines: [header] + body)
     let wrong = try folder.write(
@@ -295,7 +355,9 @@ import Testing
 }
 
 @Suite struct JSONIntegerTests {
-  @Test(arguments: [0, 1, 9, 10, 99, 100, 101, 12_345, -1, -10, -100, Int64.max, Int64.min, 111_400_000_000_000_000] as [Int64])
+  @Test(
+    arguments: [0, 1, 9, 10, 99, 100, 101, 12_345, -1, -10, -100, Int64.max, Int64.min, 111_400_000_000_000_000]
+      as [Int64])
   func integersAreWrittenExactly(value: Int64) {
     var writer = JSONLineWriter()
     writer.begin(type: "trailer")

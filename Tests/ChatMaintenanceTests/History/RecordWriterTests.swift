@@ -53,7 +53,8 @@ import Testing
     let db = try folder.database()
     try unusualSettings(db)
     let before = try connectionSettings(db)
-    try folder.importFile(try folder.write("ok.ndjson", lines: validLines(messages: 200)), into: db, batchSize: 50, skip: skip)
+    try folder.importFile(
+      try folder.write("ok.ndjson", lines: validLines(messages: 200)), into: db, batchSize: 50, skip: skip)
     #expect(try connectionSettings(db) == before)
   }
 
@@ -68,7 +69,9 @@ import Testing
       try folder.importFile(try folder.write("bad.ndjson", lines: lines), into: db, batchSize: 50)
     }
     #expect(try connectionSettings(db) == before)
-    #expect(try db.int64("SELECT count(*) FROM Messages") == 148, "the three batches before the bad line stay (2 users, 148 messages)")
+    #expect(
+      try db.int64("SELECT count(*) FROM Messages") == 148,
+      "the three batches before the bad line stay (2 users, 148 messages)")
   }
 
   @Test func generatingRestoresTheConnectionSettingsAndAgainChangesNothing() throws {
@@ -118,7 +121,8 @@ import Testing
       Issue.record("no error")
     } catch let error as StoreError {
       #expect(error.kind == .badInput)
-      #expect(error.message.hasPrefix("\(db.path) already holds a different message with id \(id) "), "\(error.message)")
+      #expect(
+        error.message.hasPrefix("\(db.path) already holds a different message with id \(id) "), "\(error.message)")
     }
   }
 }

@@ -81,7 +81,8 @@ import Testing
       chats = try ChatRepository.open(user: ConversationSummaryPropertyTests.owner, in: folder.path)
       other = try Database(path: path)
       rng = SplitMix64(state: seed)
-      var options = HistoryGenerator.Options(owner: ConversationSummaryPropertyTests.owner, contacts: 12, messages: 400, seed: seed)
+      var options = HistoryGenerator.Options(
+        owner: ConversationSummaryPropertyTests.owner, contacts: 12, messages: 400, seed: seed)
       options.pending = 3
       options.failed = 2
       options.days = 30
@@ -99,17 +100,25 @@ import Testing
 
     /// Contacts 2…13 are the generated ones; 14…16 are not in the file until someone adds them.
     func contact() -> Int64 { Int64(int(2...16)) }
-    func messageIDs() throws -> [Int64] { try chats.database.query("SELECT id FROM Messages ORDER BY id") { $0.int64(0) } }
+    func messageIDs() throws -> [Int64] {
+      try chats.database.query("SELECT id FROM Messages ORDER BY id") { $0.int64(0) }
+    }
     func requestIDs(_ filter: String = "1") throws -> [Int64] {
-      try chats.database.query("SELECT request_id FROM MessageRequests WHERE \(filter) ORDER BY request_id") { $0.int64(0) }
+      try chats.database.query("SELECT request_id FROM MessageRequests WHERE \(filter) ORDER BY request_id") {
+        $0.int64(0)
+      }
     }
     func status() -> MessageStatus { MessageStatus.allCases[int(0...2)] }
     func requestStatus() -> String { ["DRAFT", "PENDING", "SENT", "FAILED"][int(0...3)] }
     /// A time near the app's clock, sometimes far before it.
-    func time() -> String { Timestamp.string(milliseconds: clock - Int64(chance(20) ? int(0...40_000_000_000) : int(0...100_000))) }
+    func time() -> String {
+      Timestamp.string(milliseconds: clock - Int64(chance(20) ? int(0...40_000_000_000) : int(0...100_000)))
+    }
     /// A message id: new and the newest, or anywhere in the history.
     func newMessageID() -> Int64 {
-      chance(70) ? MessageID.make(milliseconds: tick()) : MessageID.make(milliseconds: clock - Int64(int(0...3_000_000_000)), sequence: Int64(int(1...999)))
+      chance(70)
+        ? MessageID.make(milliseconds: tick())
+        : MessageID.make(milliseconds: clock - Int64(int(0...3_000_000_000)), sequence: Int64(int(1...999)))
     }
 
     func incoming(from contact: Int64) -> Message {
@@ -148,7 +157,9 @@ import Testing
     // The search indexes hold exactly the text of the rows, after every kind of write.
     let search = try SearchIndexCheck.problems(w.chats.database, exact: true)
     guard search.isEmpty else {
-      Issue.record("the search index differs after \(w.steps.count) steps: \(search)\n\(w.steps.suffix(8).joined(separator: "\n"))")
+      Issue.record(
+        "the search index differs after \(w.steps.count) steps: \(search)\n\(w.steps.suffix(8).joined(separator: "\n"))"
+      )
       return false
     }
     let computed = try w.chats.database.read { try Self.oracle($0) }
@@ -189,7 +200,9 @@ import Testing
     var options = RecordWriter.Options()
     options.batchSize = w.int(20...300)
     do {
-      _ = try RecordWriter(database: db, owner: Self.owner, options: options).write { emit in try generator.generate(emit) }
+      _ = try RecordWriter(database: db, owner: Self.owner, options: options).write { emit in
+        try generator.generate(emit)
+      }
     } catch let error as StoreError where error.kind == .badInput {
       w.steps.append("  stopped: \(error.message)")
     }
@@ -212,12 +225,15 @@ import Testing
         let id = MessageID.make(milliseconds: w.tick())
         w.steps.append("acknowledge request \(requestID) as \(id)")
         try chats.acknowledge(
-          Message(id: id, fromUserID: Self.owner, toUserID: request.toUserID, content: request.content, createdAt: request.createdAt),
+          Message(
+            id: id, fromUserID: Self.owner, toUserID: request.toUserID, content: request.content,
+            createdAt: request.createdAt),
           requestID: requestID)
       case 4, 5:
         let messages = (0..<w.int(1...4)).map { _ in w.incoming(from: Int64(w.int(2...13))) }
         w.steps.append("receive \(messages.map(\.id))")
-        try chats.receive(messages, users: [User(id: messages[0].fromUserID, name: "synced")], messageCursor: messages.last?.id)
+        try chats.receive(
+          messages, users: [User(id: messages[0].fromUserID, name: "synced")], messageCursor: messages.last?.id)
       case 6:
         // A message stored again: sync repeats, a status moves forward.
         guard let id = w.pick(try w.messageIDs()),
@@ -228,7 +244,10 @@ import Testing
           row.0 != row.1, row.0 == Self.owner || row.1 == Self.owner
         else { return }
         w.steps.append("receive again \(id)")
-        try chats.receive(Message(id: id, fromUserID: row.0, toUserID: row.1, content: row.2, status: w.status(), createdAt: row.3, requestID: row.4))
+        try chats.receive(
+          Message(
+            id: id, fromUserID: row.0, toUserID: row.1, content: row.2, status: w.status(), createdAt: row.3,
+            requestID: row.4))
       case 7:
         let conversation = w.contact()
         guard let id = w.pick(try w.messageIDs()) else { return }
@@ -250,7 +269,9 @@ import Testing
       case 11:
         guard let requestID = w.pick(visible) else { return }
         w.steps.append("mark \(requestID) failed")
-        try chats.markFailed(requestID, reason: "HTTP 500", retryAt: w.chance(50) ? nil : Date(timeIntervalSince1970: Double(w.clock) / 1000 + 5))
+        try chats.markFailed(
+          requestID, reason: "HTTP 500",
+          retryAt: w.chance(50) ? nil : Date(timeIntervalSince1970: Double(w.clock) / 1000 + 5))
       case 12:
         guard let requestID = w.pick(try w.requestIDs()) else { return }
         w.steps.append("retry \(requestID)")
@@ -289,7 +310,8 @@ import Testing
     // Usually the right conversation; sometimes a wrong one (another program's mistake).
     let conversation = w.chance(90) ? c : Int64(w.int(2...20))
     let requestID: Any = fromOwner && w.chance(40) ? "\(w.int(1...400))" : "NULL"
-    let values = "(\(w.newMessageID()), \(from), \(to), 'raw', '\(w.status().rawValue)', '\(w.time())', \(conversation), \(requestID))"
+    let values =
+      "(\(w.newMessageID()), \(from), \(to), 'raw', '\(w.status().rawValue)', '\(w.time())', \(conversation), \(requestID))"
     let columns = "(id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)"
     let statements: [String] = [
       "INSERT INTO Messages \(columns) VALUES \(values)",
@@ -330,7 +352,9 @@ import Testing
     defer { try? w.other.execute("PRAGMA foreign_keys = ON") }
     if transaction { try w.other.execute("BEGIN IMMEDIATE") }
     for sql in chosen {
-      do { try w.other.execute(sql) } catch let error as SQLiteError where error.code == SQLiteError.ResultCode.constraint {
+      do { try w.other.execute(sql) } catch let error as SQLiteError
+        where error.code == SQLiteError.ResultCode.constraint
+      {
         w.steps.append("  refused: \(error.message)")
         // SQLite 3.40's FTS5 keeps a read handle on its index open after a statement that
         // wrote it through a trigger fails outside a transaction, so this connection's
@@ -380,7 +404,9 @@ import Testing
     var options = HistoryImporter.Options()
     options.batchSize = w.int(1...100)
     options.skipBadRecords = w.chance(30)
-    w.steps.append("import \(lines.count) records, batches of \(options.batchSize)\(options.skipBadRecords ? ", skipping bad ones" : "")")
+    w.steps.append(
+      "import \(lines.count) records, batches of \(options.batchSize)\(options.skipBadRecords ? ", skipping bad ones" : "")"
+    )
     let db = w.chance(50) ? w.chats.database : try Database(path: w.path)
     do {
       _ = try HistoryImporter(database: db, owner: Self.owner, options: options).run(ByteSource.open(path: file))

@@ -15,7 +15,8 @@ import Testing
   }
 
   /// Within two pages per table and index, or 10% of the saving.
-  static func expectClose(_ report: StorageReport, to saving: Int64, sourceLocation: SourceLocation = #_sourceLocation) {
+  static func expectClose(_ report: StorageReport, to saving: Int64, sourceLocation: SourceLocation = #_sourceLocation)
+  {
     let tolerance = max(2 * report.pageSize * Int64(report.btrees.count), saving / 10)
     #expect(
       abs(report.reclaimableBytes - saving) <= tolerance,

@@ -17,14 +17,18 @@ import Testing
   }
 
   static func outbox(_ db: Database) throws -> [String] {
-    try db.query("SELECT * FROM MessageRequests ORDER BY request_id") { $0.values.map(\.description).joined(separator: "|") }
+    try db.query("SELECT * FROM MessageRequests ORDER BY request_id") {
+      $0.values.map(\.description).joined(separator: "|")
+    }
   }
 
   static func ids(_ db: Database, _ sql: String = "SELECT id FROM Messages ORDER BY id") throws -> [Int64] {
     try db.query(sql) { $0.int64(0) }
   }
 
-  static func evict(_ db: Database, _ policy: EvictionPolicy, options: Evictor.Options = Evictor.Options()) throws -> EvictionResult {
+  static func evict(_ db: Database, _ policy: EvictionPolicy, options: Evictor.Options = Evictor.Options()) throws
+    -> EvictionResult
+  {
     try Evictor(database: db, options: options).run(policy)
   }
 
@@ -112,7 +116,9 @@ import Testing
     let older = try db.int64("SELECT count(*) FROM Messages WHERE created_at < ?", [try #require(policy.cutoff)]) ?? 0
     let result = try Self.evict(db, policy)
     #expect(older > 0 && result.deletedMessages == older)
-    #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
+    #expect(
+      try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000)
+        == ConversationSummaryPropertyTests.oracle(db))
   }
 
   @Test func manyChunksOfDeletionMarkersAreMergedAndEndInOneSegment() throws {
@@ -168,7 +174,9 @@ import Testing
     #expect(result.deletedMessages == expected.deletedMessages && result.deletedMessages > 0)
     #expect(try Self.ids(db) == Self.ids(reference))
     #expect(try Self.outbox(db) == Self.outbox(reference))
-    #expect(try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000) == ConversationSummaryPropertyTests.oracle(db))
+    #expect(
+      try ChatRepository(database: db, ownerID: 1).conversations(limit: 1_000)
+        == ConversationSummaryPropertyTests.oracle(db))
     #expect(try SearchIndexCheck.problems(db, exact: true).isEmpty)
     #expect(try db.string("PRAGMA integrity_check") == "ok")
   }
@@ -201,7 +209,8 @@ import Testing
     #expect(try contents(db) == before)
     let result = try Self.evict(db, policy)
     #expect(result.deletedMessages == plan.messages)
-    #expect(Dictionary(uniqueKeysWithValues: plan.conversations.map { ($0.id, $0.messages) }) == result.deletedByConversation)
+    #expect(
+      Dictionary(uniqueKeysWithValues: plan.conversations.map { ($0.id, $0.messages) }) == result.deletedByConversation)
   }
 
   // MARK: - Keep-last, conversations
@@ -213,12 +222,15 @@ import Testing
     let conversations = try db.query("SELECT DISTINCT conversation_id FROM Messages") { $0.int64(0) }
     var newest: [Int64: [Int64]] = [:]
     for c in conversations {
-      newest[c] = try Self.ids(db, "SELECT id FROM Messages WHERE conversation_id = \(c) ORDER BY id DESC LIMIT 7").sorted()
+      newest[c] = try Self.ids(db, "SELECT id FROM Messages WHERE conversation_id = \(c) ORDER BY id DESC LIMIT 7")
+        .sorted()
     }
-    _ = try Self.evict(db, Self.policy {
-      $0.olderThan = 0  // everything
-      $0.keepLast = 7
-    })
+    _ = try Self.evict(
+      db,
+      Self.policy {
+        $0.olderThan = 0  // everything
+        $0.keepLast = 7
+      })
     for c in conversations {
       #expect(try Self.ids(db, "SELECT id FROM Messages WHERE conversation_id = \(c) ORDER BY id") == newest[c])
     }
@@ -250,7 +262,8 @@ import Testing
     let folder = try HistoryFolder()
     let db = try folder.database()
     try fill(db, messages: 3_000)
-    let target = try #require(try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"))
+    let target = try #require(
+      try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"))
     let others = try Self.ids(db, "SELECT id FROM Messages WHERE conversation_id <> \(target) ORDER BY id")
     let result = try Self.evict(db, Self.policy { $0.conversations = [target] })
     #expect(result.deletedMessages > 0)
@@ -262,13 +275,15 @@ import Testing
     let folder = try HistoryFolder()
     let db = try folder.database()
     try fill(db, messages: 3_000)
-    let target = try #require(try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"))
+    let target = try #require(
+      try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"))
     let policy = Self.policy {
       $0.conversations = [target]
       $0.olderThan = EvictionPolicy.age("60d")
     }
     let cutoff = try #require(policy.cutoff)
-    let expected = try Self.ids(db, "SELECT id FROM Messages WHERE conversation_id <> \(target) OR created_at >= '\(cutoff)' ORDER BY id")
+    let expected = try Self.ids(
+      db, "SELECT id FROM Messages WHERE conversation_id <> \(target) OR created_at >= '\(cutoff)' ORDER BY id")
     _ = try Self.evict(db, policy)
     #expect(try Self.ids(db) == expected)
   }
@@ -345,7 +360,8 @@ import Testing
     let conversation = try #require(
       try db.int64("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY count(*) DESC LIMIT 1"))
     let pageSize = try #require(try db.int64("PRAGMA page_size"))
-    let policy = Self.build(name, conversation: conversation, usedBytes: (try db.int64("PRAGMA page_count") ?? 0) * pageSize)
+    let policy = Self.build(
+      name, conversation: conversation, usedBytes: (try db.int64("PRAGMA page_count") ?? 0) * pageSize)
     let before = try Self.ids(db)
     // As `chatdb evict --dry-run` plans: its own read-only connection, in a read transaction.
     let reader = try Database(path: db.path, mode: .readOnly)
@@ -355,11 +371,14 @@ import Testing
     small.fixedChunkRows = 333  // chunking must not change what goes
     let result = try Self.evict(db, policy, options: small)
     #expect(result.deletedMessages == plan.messages)
-    #expect(result.deletedByConversation == Dictionary(uniqueKeysWithValues: plan.conversations.map { ($0.id, $0.messages) }))
+    #expect(
+      result.deletedByConversation == Dictionary(uniqueKeysWithValues: plan.conversations.map { ($0.id, $0.messages) }))
     #expect(Int64(before.count - (try Self.ids(db)).count) == plan.messages)
     // Per conversation, what went is exactly the planned prefix.
     for part in plan.conversations {
-      #expect(try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ? AND id <= ?", [part.id, part.lastID]) == 0)
+      #expect(
+        try db.int64("SELECT count(*) FROM Messages WHERE conversation_id = ? AND id <= ?", [part.id, part.lastID]) == 0
+      )
     }
     if policy.maxSize != nil && plan.targetReachable && !policy.leastRecent {
       #expect(result.targetReached == true, "\(result.note ?? "")")
@@ -409,14 +428,20 @@ import Testing
     let folder = try HistoryFolder()
     let db = try folder.database()
     try fill(db, messages: 10_000)
-    let byActivity = try db.query("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY max(id)") { $0.int64(0) }
+    let byActivity = try db.query("SELECT conversation_id FROM Messages GROUP BY conversation_id ORDER BY max(id)") {
+      $0.int64(0)
+    }
     let pageSize = try #require(try db.int64("PRAGMA page_size"))
     let used = (try db.int64("PRAGMA page_count") ?? 0) * pageSize
-    let result = try Self.evict(db, Self.policy {
-      $0.maxSize = used * 8 / 10
-      $0.leastRecent = true
-    })
-    let left = try db.query("SELECT conversation_id, count(*) FROM Messages GROUP BY conversation_id") { ($0.int64(0), $0.int64(1)) }
+    let result = try Self.evict(
+      db,
+      Self.policy {
+        $0.maxSize = used * 8 / 10
+        $0.leastRecent = true
+      })
+    let left = try db.query("SELECT conversation_id, count(*) FROM Messages GROUP BY conversation_id") {
+      ($0.int64(0), $0.int64(1))
+    }
     let gone = Set(byActivity).subtracting(left.map(\.0))
     #expect(!gone.isEmpty)
     // The conversations gone are exactly the least recently active ones, each whole.
@@ -501,8 +526,10 @@ import Testing
     let requests = try db.int64("SELECT count(*) FROM MessageRequests WHERE status IN ('PENDING', 'SENT')") ?? 0
     #expect(report.conversations.reduce(0) { $0 + $1.pending } == requests)
     let first = try #require(report.conversations.first)
-    #expect(first.oldest == (try db.string("SELECT min(created_at) FROM Messages WHERE conversation_id = ?", [first.id])))
-    #expect(first.newest == (try db.string("SELECT max(created_at) FROM Messages WHERE conversation_id = ?", [first.id])))
+    #expect(
+      first.oldest == (try db.string("SELECT min(created_at) FROM Messages WHERE conversation_id = ?", [first.id])))
+    #expect(
+      first.newest == (try db.string("SELECT max(created_at) FROM Messages WHERE conversation_id = ?", [first.id])))
   }
 
   @Test func suggestionsComeFromThePlanner() throws {
@@ -530,7 +557,8 @@ import Testing
     let before = try connectionSettings(db)
     let conversation = try #require(try db.int64("SELECT max(conversation_id) FROM Messages"))
     let pageSize = try #require(try db.int64("PRAGMA page_size"))
-    let policy = Self.build(name, conversation: conversation, usedBytes: (try db.int64("PRAGMA page_count") ?? 0) * pageSize)
+    let policy = Self.build(
+      name, conversation: conversation, usedBytes: (try db.int64("PRAGMA page_count") ?? 0) * pageSize)
     let result = try Self.evict(db, policy)
     #expect(result.deletedMessages > 0)
     #expect(try connectionSettings(db) == before)
@@ -626,5 +654,7 @@ final class WriterLog: @unchecked Sendable {
   func fail(_ error: any Error) { lock.withLock { failure = error } }
   func stop() { lock.withLock { stopFlag = true } }
   func finish() { lock.withLock { done = true } }
-  func writes(between start: Date, and end: Date) -> Int { lock.withLock { writes.filter { $0 > start && $0 < end }.count } }
+  func writes(between start: Date, and end: Date) -> Int {
+    lock.withLock { writes.filter { $0 > start && $0 < end }.count }
+  }
 }

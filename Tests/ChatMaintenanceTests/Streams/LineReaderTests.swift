@@ -19,9 +19,10 @@ extension Streams {
     }
 
     /// Lines of every length from 0 to 39, some ending in "\r\n", the last without "\n".
-    static let mixedText: String = (0..<40).map { length in
-      String(repeating: "x", count: length) + (length % 3 == 0 ? "\r\n" : "\n")
-    }.joined() + "tail"
+    static let mixedText: String =
+      (0..<40).map { length in
+        String(repeating: "x", count: length) + (length % 3 == 0 ? "\r\n" : "\n")
+      }.joined() + "tail"
 
     @Test(arguments: [1, 2, 3, 7, 8, 16, 41, 42, 64, 1 << 20])
     func linesSurviveEveryBufferBoundary(bufferCapacity: Int) throws {

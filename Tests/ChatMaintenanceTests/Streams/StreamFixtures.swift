@@ -33,7 +33,8 @@ extension Streams {
     func makeSink(fileDescriptor: Int32, name: String) throws -> any ByteSink {
       switch self {
       case .plain: PlainSink(fileDescriptor: fileDescriptor, name: name)
-      case .zstd(let level, let workers): try ZstdSink(fileDescriptor: fileDescriptor, name: name, level: level, workers: workers)
+      case .zstd(let level, let workers):
+        try ZstdSink(fileDescriptor: fileDescriptor, name: name, level: level, workers: workers)
       }
     }
   }
@@ -60,7 +61,8 @@ extension Streams {
         return "first\r\nsecond\r\n\r\nlast\r\n"
       case .lineAtBufferBoundary:
         // With the 1 MiB buffer, the first "\n" is its last byte and the second ends the next fill.
-        return String(repeating: "a", count: (1 << 20) - 1) + "\n" + String(repeating: "b", count: (1 << 20) - 2) + "\r\nafter\n"
+        return String(repeating: "a", count: (1 << 20) - 1) + "\n" + String(repeating: "b", count: (1 << 20) - 2)
+          + "\r\nafter\n"
       case .manyUnicodeLines:
         return Self.unicodeLines.joined(separator: "\n") + "\n"
       }
@@ -127,8 +129,10 @@ extension Streams {
   }
 
   /// Every line of the file, through `LineReader`.
-  static func readLines(_ path: String, maxLineLength: Int = 1 << 20, bufferCapacity: Int = 1 << 20) throws -> [String] {
-    let reader = LineReader(source: try ByteSource.open(path: path), maxLineLength: maxLineLength, bufferCapacity: bufferCapacity)
+  static func readLines(_ path: String, maxLineLength: Int = 1 << 20, bufferCapacity: Int = 1 << 20) throws -> [String]
+  {
+    let reader = LineReader(
+      source: try ByteSource.open(path: path), maxLineLength: maxLineLength, bufferCapacity: bufferCapacity)
     var lines: [String] = []
     while let line = try reader.nextLine({ String(decoding: $0, as: UTF8.self) }) {
       lines.append(line)

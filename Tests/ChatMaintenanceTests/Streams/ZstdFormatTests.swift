@@ -25,7 +25,9 @@ extension Streams {
       }
     }
 
-    @Test(.enabled(if: ZstdTool.path != nil, "needs the zstd command-line tool (apt-get install zstd)"), arguments: Codec.zstdCases)
+    @Test(
+      .enabled(if: ZstdTool.path != nil, "needs the zstd command-line tool (apt-get install zstd)"),
+      arguments: Codec.zstdCases)
     func zstdCommandDecompressesTheSink(codec: Codec) throws {
       try withScratchFolder { folder in
         let path = folder + "/history.ndjson.zst"
@@ -161,7 +163,9 @@ extension Streams {
         let error = try #require(
           storeError {
             let reader = LineReader(source: try ByteSource.open(path: path))
-            while let line = try reader.nextLine({ String(decoding: $0, as: UTF8.self) }) { linesBeforeError.append(line) }
+            while let line = try reader.nextLine({ String(decoding: $0, as: UTF8.self) }) {
+              linesBeforeError.append(line)
+            }
           })
         #expect(error.kind == .badInput)
         #expect(error.message == "\(path): truncated zstd stream (the file is incomplete)")

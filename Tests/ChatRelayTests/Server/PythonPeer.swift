@@ -11,7 +11,9 @@ enum PythonPeer {
     return (try? run("import websockets\nprint('ok')", arguments: []))?.lines == ["ok"]
   }
 
-  static func run(_ script: String, arguments: [String], seconds: Double = 20) throws -> (lines: [String], status: Int32) {
+  static func run(_ script: String, arguments: [String], seconds: Double = 20) throws -> (
+    lines: [String], status: Int32
+  ) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: interpreter)
     process.arguments = ["-c", script] + arguments

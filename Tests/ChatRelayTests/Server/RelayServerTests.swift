@@ -1,10 +1,10 @@
 import ChatRelay
-import Foundation
 import ChatStore
+import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+  import FoundationNetworking
 #endif
 
 @Suite struct RelayServerTests {
@@ -27,7 +27,9 @@ import FoundationNetworking
   @Test func getReachesTheHandlerWithPathQueryAndHeaders() async throws {
     let running = try RunningServer()
     defer { running.stop() }
-    var request = URLRequest(url: try #require(URL(string: running.base + "/v1/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1&sp=a+b&empty&pct=100%25")))
+    var request = URLRequest(
+      url: try #require(
+        URL(string: running.base + "/v1/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1&sp=a+b&empty&pct=100%25")))
     request.setValue("Bearer abc", forHTTPHeaderField: "Authorization")
     let (data, response) = try await Self.session().data(for: request)
     let http = try #require(response as? HTTPURLResponse)
@@ -61,7 +63,9 @@ import FoundationNetworking
     let start = Date()
     session.dataTask(with: request) { data, response, error in
       answer.withLock { value in
-        if let data, let response { value = .success((data, response)) } else {
+        if let data, let response {
+          value = .success((data, response))
+        } else {
           value = .failure(error ?? URLError(.badServerResponse))
         }
       }
@@ -222,12 +226,14 @@ import FoundationNetworking
     let refused = try PythonPeer.run(
       PythonPeer.client, arguments: ["ws://127.0.0.1:\(running.port)/v1/socket/updates", "Bearer bad"])
     #expect(refused.lines == ["status 401"])
-    let raw = try PythonPeer.run(PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/socket/updates", "Bearer bad"])
+    let raw = try PythonPeer.run(
+      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/socket/updates", "Bearer bad"])
     #expect(raw.lines.first?.hasPrefix("HTTP/1.1 401") == true)
     let body = try #require(raw.lines.dropFirst().first)
     let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: [String: String]]
     #expect(json?["error"]?["code"] == "unauthorized")
-    let elsewhere = try PythonPeer.run(PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/other", "Bearer good"])
+    let elsewhere = try PythonPeer.run(
+      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/other", "Bearer good"])
     #expect(elsewhere.lines.first?.hasPrefix("HTTP/1.1 404") == true)
     #expect(!running.log.contains { $0.hasPrefix("opened ") })
     #expect(running.log.contains { $0.contains("GET /v1/socket/updates 401") })

@@ -1,6 +1,6 @@
 import ChatRelay
-import Foundation
 import ChatStore
+import Foundation
 
 /// A ``RelayServer`` on a free loopback port, served by a background thread, with
 /// every handler call recorded. Echo handlers: HTTP describes the request, a socket
@@ -21,7 +21,8 @@ final class RunningServer: Sendable {
     let handlers = RelayServer.Handlers(
       http: { request in
         if request.path == "/retry" {
-          return HTTPResponse(status: 503, contentType: "text/plain", body: Array("later".utf8), headers: [("Retry-After", "2")])
+          return HTTPResponse(
+            status: 503, contentType: "text/plain", body: Array("later".utf8), headers: [("Retry-After", "2")])
         }
         let query = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
         let text = [

@@ -12,11 +12,13 @@ struct GroupCommitTests {
   @Test func groupedCallsAreInvisibleToOthersUntilTheCommitAndAFailedCallLeavesNothing() throws {
     try withRelay { store, path, _ in
       store.groupsCalls = true
-      let (first, _) = try store.post(from: 1, requestID: 1, to: 2, content: "one", createdAt: "2026-01-01T00:00:00.000Z", now: 1_800_000_000_000)
+      let (first, _) = try store.post(
+        from: 1, requestID: 1, to: 2, content: "one", createdAt: "2026-01-01T00:00:00.000Z", now: 1_800_000_000_000)
       #expect(store.openGroup != nil)
       // Refused inside the group (unknown recipient): its savepoint is undone, the group lives on.
       #expect(throws: StoreError.self) {
-        try store.post(from: 1, requestID: 2, to: 99, content: "lost", createdAt: "2026-01-01T00:00:00.000Z", now: 1_800_000_000_000)
+        try store.post(
+          from: 1, requestID: 2, to: 99, content: "lost", createdAt: "2026-01-01T00:00:00.000Z", now: 1_800_000_000_000)
       }
       let other = try RelayStore(path: path)
       #expect(try other.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
@@ -57,7 +59,8 @@ struct GroupCommitTests {
     #"{"requestId":7,"toUserId":2,"content":"x","extra":[1]}"#, #"{"requestId":7,"toUserId":2,"content":5}"#,
     #"{"requestId":7,"toUserId":2,"content":"\ud800"}"#, #"{"requestId":7,"toUserId":2,"content":"\udc00x"}"#,
     #"{"requestId":7,"toUserId":2}"#, #"{"requestId":7,"toUserId":2,"content":"x"} x"#, "{", "", "[]",
-    #"{"requestId":7,"requestId":8,"toUserId":2,"content":"x"}"#, "{\"requestId\":7,\"toUserId\":2,\"content\":\"a\u{1}\"}",
+    #"{"requestId":7,"requestId":8,"toUserId":2,"content":"x"}"#,
+    "{\"requestId\":7,\"toUserId\":2,\"content\":\"a\u{1}\"}",
   ])
   func thePlainBodyParserReadsWhatJSONDecoderReads(_ text: String) throws {
     let bytes = Array(text.utf8)

@@ -149,7 +149,9 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
   @Test func usersAndLastConnected() throws {
     try withRelay { store, _, _ in
       #expect(try store.users().map(\.id) == [1, 2, 3])
-      #expect(try store.user(id: 1) == RelayUser(id: 1, name: "Ada", avatarURL: "https://example.com/ada.png", lastConnectedAt: nil))
+      #expect(
+        try store.user(id: 1)
+          == RelayUser(id: 1, name: "Ada", avatarURL: "https://example.com/ada.png", lastConnectedAt: nil))
       try store.setLastConnected(id: 3, at: "2026-01-02T03:04:05.678Z")
       #expect(try store.user(id: 3)?.lastConnectedAt == "2026-01-02T03:04:05.678Z")
       #expect(try store.user(id: 99) == nil)
@@ -162,10 +164,15 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     try withRelay { store, _, _ in
       let first = try store.post(from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime)
       #expect(first.isNew)
-      #expect(first.message == RelayMessage(messageId: MessageID.make(milliseconds: baseTime), fromUserId: 1, toUserId: 2, content: "hello", createdAt: createdAt))
+      #expect(
+        first.message
+          == RelayMessage(
+            messageId: MessageID.make(milliseconds: baseTime), fromUserId: 1, toUserId: 2, content: "hello",
+            createdAt: createdAt))
       #expect(first.message.status == "SYNCED")
 
-      let retry = try store.post(from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 5_000)
+      let retry = try store.post(
+        from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 5_000)
       #expect(!retry.isNew)
       #expect(retry.message == first.message)
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages == [first.message])
@@ -176,14 +183,19 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
 
       try store.acknowledgeDelivery(by: 2, ids: [first.message.messageId, other.message.messageId])
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
-      let afterDelivery = try store.post(from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 9_000)
+      let afterDelivery = try store.post(
+        from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 9_000)
       #expect(!afterDelivery.isNew)
       #expect(afterDelivery.message == first.message)
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
 
       // A reused key for a different message is refused, not silently answered.
-      #expect(throws: RequestIDConflict.self) { _ = try store.post(from: 1, requestID: 7, to: 2, content: "other", createdAt: createdAt, now: baseTime) }
-      #expect(throws: RequestIDConflict.self) { _ = try store.post(from: 1, requestID: 7, to: 3, content: "hello", createdAt: createdAt, now: baseTime) }
+      #expect(throws: RequestIDConflict.self) {
+        _ = try store.post(from: 1, requestID: 7, to: 2, content: "other", createdAt: createdAt, now: baseTime)
+      }
+      #expect(throws: RequestIDConflict.self) {
+        _ = try store.post(from: 1, requestID: 7, to: 3, content: "hello", createdAt: createdAt, now: baseTime)
+      }
     }
   }
 
@@ -195,22 +207,33 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
         let store = try RelayStore(path: path)
         try store.addUser(id: 1, name: "Ada", avatarURL: nil)
         try store.addUser(id: 2, name: "Grace", avatarURL: nil)
-        ids.append(try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message.messageId)
+        ids.append(
+          try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message
+            .messageId)
         // Same millisecond: next id.
-        ids.append(try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime).message.messageId)
+        ids.append(
+          try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime).message
+            .messageId)
         // The clock steps back an hour.
-        ids.append(try store.post(from: 2, requestID: 1, to: 1, content: "c", createdAt: createdAt, now: baseTime - 3_600_000).message.messageId)
+        ids.append(
+          try store.post(from: 2, requestID: 1, to: 1, content: "c", createdAt: createdAt, now: baseTime - 3_600_000)
+            .message.messageId)
         try store.acknowledgeDelivery(by: 2, ids: ids)
         try store.acknowledgeDelivery(by: 1, ids: ids)
       }
       // Every message is gone; a restart with a clock still behind goes on from the last id.
       let store = try RelayStore(path: path)
       #expect(try store.lastIssuedMessageID() == ids.last)
-      ids.append(try store.post(from: 1, requestID: 3, to: 2, content: "d", createdAt: createdAt, now: baseTime - 1).message.messageId)
+      ids.append(
+        try store.post(from: 1, requestID: 3, to: 2, content: "d", createdAt: createdAt, now: baseTime - 1).message
+          .messageId)
       // A clock before 2020 is clamped, not a crash.
-      ids.append(try store.post(from: 1, requestID: 4, to: 2, content: "e", createdAt: createdAt, now: 0).message.messageId)
+      ids.append(
+        try store.post(from: 1, requestID: 4, to: 2, content: "e", createdAt: createdAt, now: 0).message.messageId)
       // A clock that moves on gives time-based ids again.
-      ids.append(try store.post(from: 1, requestID: 5, to: 2, content: "f", createdAt: createdAt, now: baseTime + 60_000).message.messageId)
+      ids.append(
+        try store.post(from: 1, requestID: 5, to: 2, content: "f", createdAt: createdAt, now: baseTime + 60_000).message
+          .messageId)
       #expect(ids == ids.sorted() && Set(ids).count == ids.count)
       #expect(ids[0] == MessageID.make(milliseconds: baseTime))
       #expect(ids[1] == ids[0] + 1 && ids[2] == ids[1] + 1 && ids[3] == ids[2] + 1)
@@ -222,7 +245,10 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     try withRelay { store, _, _ in
       var sent: [RelayMessage] = []
       for i in 1...5 {
-        sent.append(try store.post(from: 1, requestID: Int64(i), to: 2, content: "m\(i)", createdAt: createdAt, now: baseTime + Int64(i)).message)
+        sent.append(
+          try store.post(
+            from: 1, requestID: Int64(i), to: 2, content: "m\(i)", createdAt: createdAt, now: baseTime + Int64(i)
+          ).message)
       }
       _ = try store.post(from: 2, requestID: 1, to: 3, content: "not for 2", createdAt: createdAt, now: baseTime)
       let page1 = try store.undelivered(for: 2, after: 0, limit: 2)
@@ -243,13 +269,19 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     try withRelay { store, _, _ in
       let a = try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message
       let b = try store.post(from: 3, requestID: 1, to: 2, content: "b", createdAt: createdAt, now: baseTime).message
-      let toAda = try store.post(from: 2, requestID: 1, to: 1, content: "c", createdAt: createdAt, now: baseTime).message
+      let toAda = try store.post(from: 2, requestID: 1, to: 1, content: "c", createdAt: createdAt, now: baseTime)
+        .message
 
       // 2 cannot acknowledge a message addressed to 1: ignored.
-      let updates = try store.acknowledgeDelivery(by: 2, ids: [b.messageId, a.messageId, toAda.messageId, a.messageId, 424242], now: baseTime + 10)
+      let updates = try store.acknowledgeDelivery(
+        by: 2, ids: [b.messageId, a.messageId, toAda.messageId, a.messageId, 424242], now: baseTime + 10)
       #expect(updates.map(\.messageId) == [a.messageId, b.messageId])
       #expect(updates.map(\.userId) == [1, 3])
-      #expect(updates.allSatisfy { $0.type == .messageDelivered && $0.conversationId == 2 && $0.at == Timestamp.string(milliseconds: baseTime + 10) })
+      #expect(
+        updates.allSatisfy {
+          $0.type == .messageDelivered && $0.conversationId == 2
+            && $0.at == Timestamp.string(milliseconds: baseTime + 10)
+        })
       #expect(updates[1].sequence > updates[0].sequence)
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
       #expect(try store.undelivered(for: 1, after: 0, limit: 10).messages == [toAda])
@@ -264,14 +296,17 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
   @Test func readReceiptsGoForwardOnly() throws {
     try withRelay { store, _, _ in
       let m1 = try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message
-      let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime + 1).message
+      let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime + 1)
+        .message
       try store.acknowledgeDelivery(by: 2, ids: [m1.messageId, m2.messageId])
       let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId, now: baseTime + 5))
-      #expect(read.type == .messageRead && read.userId == 1 && read.conversationId == 2 && read.messageId == m2.messageId)
+      #expect(
+        read.type == .messageRead && read.userId == 1 && read.conversationId == 2 && read.messageId == m2.messageId)
       #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil)
       #expect(try store.markRead(by: 2, conversation: 1, upTo: m1.messageId) == nil)
       #expect(try store.statusUpdates(for: 1, after: 0).filter { $0.type == .messageRead } == [read])
-      let m3 = try store.post(from: 1, requestID: 3, to: 2, content: "c", createdAt: createdAt, now: baseTime + 2).message
+      let m3 = try store.post(from: 1, requestID: 3, to: 2, content: "c", createdAt: createdAt, now: baseTime + 2)
+        .message
       try store.acknowledgeDelivery(by: 2, ids: [m3.messageId])
       let later = try #require(try store.markRead(by: 2, conversation: 1, upTo: m3.messageId))
       #expect(later.sequence > read.sequence)
@@ -287,14 +322,18 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
   /// was deleted and shown READ to its sender. The mark now stops below it.
   @Test func aReadMarkStopsBelowAMessageTheReaderHasNotAcknowledged() throws {
     try withRelay { store, _, _ in
-      let m1 = try store.post(from: 1, requestID: 1, to: 2, content: "missed", createdAt: createdAt, now: baseTime).message
-      let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "seen", createdAt: createdAt, now: baseTime + 1).message
+      let m1 = try store.post(from: 1, requestID: 1, to: 2, content: "missed", createdAt: createdAt, now: baseTime)
+        .message
+      let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "seen", createdAt: createdAt, now: baseTime + 1)
+        .message
       try store.acknowledgeDelivery(by: 2, ids: [m2.messageId])
       let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId))
       #expect(read.messageId == m1.messageId - 1, "read up to just below the undelivered message")
       #expect(try store.readMark(by: 2, conversation: 1) == m1.messageId - 1)
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.map(\.messageId) == [m1.messageId], "still waiting")
-      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil, "nothing more until it is acknowledged")
+      #expect(
+        try store.undelivered(for: 2, after: 0, limit: 10).messages.map(\.messageId) == [m1.messageId], "still waiting")
+      #expect(
+        try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil, "nothing more until it is acknowledged")
       try store.acknowledgeDelivery(by: 2, ids: [m1.messageId])
       #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId)?.messageId == m2.messageId)
     }
@@ -304,7 +343,10 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     try withRelay { store, _, _ in
       var ids: [Int64] = []
       for i in 1...3 {
-        ids.append(try store.post(from: 1, requestID: Int64(i), to: 2, content: "m", createdAt: createdAt, now: baseTime + Int64(i)).message.messageId)
+        ids.append(
+          try store.post(
+            from: 1, requestID: Int64(i), to: 2, content: "m", createdAt: createdAt, now: baseTime + Int64(i)
+          ).message.messageId)
       }
       let delivered = try store.acknowledgeDelivery(by: 2, ids: ids)
       #expect(delivered.count == 3)
@@ -340,7 +382,9 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
 
   @Test func removingAUserKeepsWhatTheySentAndTheirIdempotencyRecords() throws {
     try withRelay { store, _, _ in
-      let fromAda = try store.post(from: 1, requestID: 1, to: 2, content: "to grace", createdAt: createdAt, now: baseTime).message
+      let fromAda = try store.post(
+        from: 1, requestID: 1, to: 2, content: "to grace", createdAt: createdAt, now: baseTime
+      ).message
       _ = try store.post(from: 2, requestID: 1, to: 1, content: "to ada", createdAt: createdAt, now: baseTime).message
       try store.removeUser(id: 1)
       #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages == [fromAda])
@@ -395,7 +439,9 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       _ = try $0.post(from: 1, requestID: 1, to: 2, content: "", createdAt: createdAt, now: baseTime)
     },
     BadCall(description: "content over 65,536 bytes", kind: .badInput) {
-      _ = try $0.post(from: 1, requestID: 1, to: 2, content: String(repeating: "é", count: 32_769), createdAt: createdAt, now: baseTime)
+      _ = try $0.post(
+        from: 1, requestID: 1, to: 2, content: String(repeating: "é", count: 32_769), createdAt: createdAt,
+        now: baseTime)
     },
     BadCall(description: "bad createdAt", kind: .badInput) {
       _ = try $0.post(from: 1, requestID: 1, to: 2, content: "x", createdAt: "yesterday", now: baseTime)
@@ -429,11 +475,15 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       }
       #expect(unknown?.message.contains("toUserId 77") == true)
       let content = #expect(throws: StoreError.self) {
-        _ = try store.post(from: 1, requestID: 1, to: 2, content: String(repeating: "x", count: 65_537), createdAt: createdAt, now: baseTime)
+        _ = try store.post(
+          from: 1, requestID: 1, to: 2, content: String(repeating: "x", count: 65_537), createdAt: createdAt,
+          now: baseTime)
       }
       #expect(content?.message.contains("content") == true)
       // Exactly 65,536 bytes is fine.
-      let largest = try store.post(from: 1, requestID: 1, to: 2, content: String(repeating: "x", count: 65_536), createdAt: createdAt, now: baseTime)
+      let largest = try store.post(
+        from: 1, requestID: 1, to: 2, content: String(repeating: "x", count: 65_536), createdAt: createdAt,
+        now: baseTime)
       #expect(largest.isNew)
     }
   }

@@ -36,7 +36,8 @@ final class ChatFixture {
     MessageID.make(milliseconds: 1_780_000_000_000 + offset, sequence: sequence)
   }
 
-  func incoming(_ id: Int64, from contact: Int64, _ content: String = "hi", status: MessageStatus = .synced) -> Message {
+  func incoming(_ id: Int64, from contact: Int64, _ content: String = "hi", status: MessageStatus = .synced) -> Message
+  {
     Message(
       id: id, fromUserID: contact, toUserID: Self.owner, content: content, status: status,
       createdAt: Timestamp.string(milliseconds: MessageID.milliseconds(of: id)))
@@ -51,10 +52,14 @@ final class ChatFixture {
   /// Every row of Messages and MessageRequests, for comparing whole contents.
   func contents() throws -> [String] {
     let db = chats.database
-    let messages = try db.query("SELECT id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id FROM Messages ORDER BY id") {
+    let messages = try db.query(
+      "SELECT id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id FROM Messages ORDER BY id"
+    ) {
       $0.values.map(\.description).joined(separator: "|")
     }
-    let requests = try db.query("SELECT request_id, to_user_id, content, status FROM MessageRequests ORDER BY request_id") {
+    let requests = try db.query(
+      "SELECT request_id, to_user_id, content, status FROM MessageRequests ORDER BY request_id"
+    ) {
       $0.values.map(\.description).joined(separator: "|")
     }
     return messages.map { "M " + $0 } + requests.map { "R " + $0 }

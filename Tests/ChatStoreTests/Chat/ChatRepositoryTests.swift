@@ -88,7 +88,8 @@ import Testing
     #expect(try f.chats.request(a.requestID)?.lastSentAt != nil)
     #expect(try f.chats.dueRequests().map(\.requestID) == [b.requestID])
     f.tick(31_000)
-    #expect(try f.chats.dueRequests().map(\.requestID) == [a.requestID, b.requestID], "an unanswered send is due again")
+    #expect(
+      try f.chats.dueRequests().map(\.requestID) == [a.requestID, b.requestID], "an unanswered send is due again")
 
     let retryAt = Date(timeIntervalSince1970: Double(f.clock + 10_000) / 1000)
     try f.chats.markFailed(b.requestID, reason: "HTTP 503", retryAt: retryAt)
@@ -198,7 +199,9 @@ import Testing
 @Suite struct ReadAndUnreadTests {
   @Test func markReadReturnsTheHighestIDAndClearsTheCount() throws {
     let f = try ChatFixture()
-    try f.chats.receive([f.incoming(f.relayID(1), from: 2), f.incoming(f.relayID(3), from: 2), f.outgoing(f.relayID(4), to: 2)])
+    try f.chats.receive([
+      f.incoming(f.relayID(1), from: 2), f.incoming(f.relayID(3), from: 2), f.outgoing(f.relayID(4), to: 2),
+    ])
     try f.chats.receive(f.incoming(f.relayID(2), from: 3))
     #expect(try f.chats.unreadCount(conversation: 2) == 2)
     #expect(try f.chats.conversations().first { $0.contact.id == 2 }?.unreadCount == 2)
@@ -215,7 +218,9 @@ import Testing
 @Suite struct UnacknowledgedIncomingTests {
   @Test func theListIsReadByPrimaryKey() throws {
     let f = try ChatFixture()
-    let plan = try f.chats.database.prepare("EXPLAIN QUERY PLAN " + ChatRepository.unacknowledgedSQL).map([Int64(0), Int64(500)]) {
+    let plan = try f.chats.database.prepare("EXPLAIN QUERY PLAN " + ChatRepository.unacknowledgedSQL).map([
+      Int64(0), Int64(500),
+    ]) {
       $0.string(3)
     }
     #expect(plan.allSatisfy { $0.contains("PRIMARY KEY") || $0.contains("INTEGER PRIMARY KEY") }, "\(plan)")

@@ -76,7 +76,8 @@ struct SplitMix64: RandomNumberGenerator {
         if let place = message.requestID { message.requestID = ids[Int(place) - 1] }
         try f.chats.receive(message)
       case .receipt(let status, let id): try f.chats.apply(status, toMessage: id)
-      case .receiptUpTo(let status, let id, let conversation): try f.chats.apply(status, upTo: id, inConversation: conversation)
+      case .receiptUpTo(let status, let id, let conversation):
+        try f.chats.apply(status, upTo: id, inConversation: conversation)
       }
     }
     return f
@@ -162,14 +163,18 @@ struct SplitMix64: RandomNumberGenerator {
   @Test(arguments: [
     ("SCAN Messages", PlanAccess.scan("Messages")),
     ("SCAN Messages USING COVERING INDEX Messages_by_created_at", PlanAccess.indexOrder("Messages_by_created_at")),
-    ("SCAN s USING INDEX ConversationSummaries_by_activity", PlanAccess.indexOrder("ConversationSummaries_by_activity")),
+    (
+      "SCAN s USING INDEX ConversationSummaries_by_activity", PlanAccess.indexOrder("ConversationSummaries_by_activity")
+    ),
     ("SEARCH Messages", PlanAccess.rowidRange),
     ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)", PlanAccess.rowidRange),
     ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid<?)", PlanAccess.rowidRange),
     ("SEARCH Messages USING INTEGER PRIMARY KEY (rowid=?)", PlanAccess.primaryKey),
     ("SEARCH StoreInfo USING PRIMARY KEY (key=?)", PlanAccess.primaryKey),
-    ("SEARCH Messages USING COVERING INDEX Messages_by_conversation (conversation_id=? AND rowid<?)",
-     PlanAccess.index("Messages_by_conversation")),
+    (
+      "SEARCH Messages USING COVERING INDEX Messages_by_conversation (conversation_id=? AND rowid<?)",
+      PlanAccess.index("Messages_by_conversation")
+    ),
     ("SEARCH Messages USING INDEX Messages_unread (conversation_id=?)", PlanAccess.index("Messages_unread")),
   ])
   func planLinesAreClassified(line: String, access: PlanAccess) {

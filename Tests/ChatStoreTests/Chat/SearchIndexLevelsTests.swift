@@ -16,7 +16,8 @@ import Testing
     try db.execute("INSERT INTO MessageSearch (MessageSearch, rank) VALUES ('automerge', 0)")
     try db.execute("INSERT INTO MessageSearch (MessageSearch, rank) VALUES ('crisismerge', 64)")
     for batch in 0..<batches {
-      try f.chats.receive((0..<5).map { f.incoming(f.relayID(Int64(batch * 5 + $0)), from: 2, "batch \(batch) word\($0)") })
+      try f.chats.receive(
+        (0..<5).map { f.incoming(f.relayID(Int64(batch * 5 + $0)), from: 2, "batch \(batch) word\($0)") })
     }
     return (f, db)
   }
@@ -69,7 +70,8 @@ import Testing
       try db.execute("UPDATE MessageSearch_data SET block = ? WHERE id = 10", [DatabaseValue.blob(record)])
       #expect(try SearchIndexUpkeep.levels(db, "MessageSearch") == nil, "\(record)")
     }
-    try db.execute("UPDATE MessageSearch_data SET block = ? WHERE id = 10", [DatabaseValue.blob(cookie + [1, 0, 0, 0, 0])])
+    try db.execute(
+      "UPDATE MessageSearch_data SET block = ? WHERE id = 10", [DatabaseValue.blob(cookie + [1, 0, 0, 0, 0])])
     #expect(try SearchIndexUpkeep.levels(db, "MessageSearch") == [Level(segments: 0, merging: 0)])
   }
 

@@ -9,9 +9,11 @@ import Testing
   /// What messages are made of: ASCII, accents (precomposed and combining), CJK with and
   /// without spaces, emoji, and FTS5 syntax.
   static let vocabulary = [
-    "hello", "world", "Hello", "cafe", "café", "CAFÉ", "cafe\u{301}", "naïve", "naive", "résumé", "the", "there", "zebra",
+    "hello", "world", "Hello", "cafe", "café", "CAFÉ", "cafe\u{301}", "naïve", "naive", "résumé", "the", "there",
+    "zebra",
     "你好", "你好世界", "世界", "好的", "你", "ありがとう", "안녕하세요", "好abc", "x你好y", "东京",
-    "😀", "👍🏽", "🇯🇵", "\"", "\"quoted\"", "*", "star*", "AND(", "AND", "NEAR", "NEAR(a b)", "OR", "NOT", "(", ")", "-", "^", ":", "col:x",
+    "😀", "👍🏽", "🇯🇵", "\"", "\"quoted\"", "*", "star*", "AND(", "AND", "NEAR", "NEAR(a b)", "OR", "NOT", "(", ")", "-",
+    "^", ":", "col:x",
     "a-b", "x.y", "100", "3rd",
   ]
 
@@ -19,7 +21,8 @@ import Testing
   static let queries = [
     "hello", "HELLO", "world hello", "cafe", "café", "CAFE", "naive", "resume", "résumé", "the", "zebra", "absent",
     "你好", "世界", "你", "好", "你好世界", "界", "ありがとう", "あり", "안녕", "abc", "好abc", "x", "东京",
-    "😀", "👍🏽", "\"", "\"\"", "*", "star", "star*", "AND(", "AND", "and", "NEAR", "NEAR(a", "OR", "NOT", "(", ")", "-", "^",
+    "😀", "👍🏽", "\"", "\"\"", "*", "star", "star*", "AND(", "AND", "and", "NEAR", "NEAR(a", "OR", "NOT", "(", ")", "-",
+    "^",
     ":", "col:x", "a-b", "x.y", "100", "3rd", "hello 你好", "cafe 世界 the", "😀 hello", "  ", "",
   ]
 
@@ -33,19 +36,22 @@ import Testing
       let text = words.joined(separator: Bool.random(using: &rng) ? " " : "")
       let contact = Int64.random(in: 2...4, using: &rng)
       let id = f.relayID(Int64(n) * 10)
-      messages.append(Bool.random(using: &rng) ? f.incoming(id, from: contact, text) : f.outgoing(id, to: contact, text))
+      messages.append(
+        Bool.random(using: &rng) ? f.incoming(id, from: contact, text) : f.outgoing(id, to: contact, text))
     }
     try f.chats.receive(messages)
     var requests: [MessageRequest] = []
     for _ in 0..<12 {
       f.tick()
-      let text = (0..<Int.random(in: 1...4, using: &rng)).map { _ in vocabulary.randomElement(using: &rng)! }.joined(separator: " ")
+      let text = (0..<Int.random(in: 1...4, using: &rng)).map { _ in vocabulary.randomElement(using: &rng)! }.joined(
+        separator: " ")
       requests.append(try f.chats.send(to: Int64.random(in: 2...4, using: &rng), content: text))
     }
     return (f, messages, requests)
   }
 
-  @Test("Search equals a brute-force scan: every query, every conversation, page by page", arguments: [1, 2, 3] as [UInt64])
+  @Test(
+    "Search equals a brute-force scan: every query, every conversation, page by page", arguments: [1, 2, 3] as [UInt64])
   func searchEqualsBruteForce(seed: UInt64) throws {
     let (f, messages, requests) = try Self.fixture(seed: seed)
     for query in Self.queries {
@@ -71,11 +77,13 @@ import Testing
           cursor = page.older
         } while cursor != nil
         let differing = Set(found).symmetricDifference(expected).sorted().map { key in
-          (messages.first { "m\($0.id)" == key }?.content ?? requests.first { "r\($0.requestID)" == key }?.content ?? "?").debugDescription
+          (messages.first { "m\($0.id)" == key }?.content ?? requests.first { "r\($0.requestID)" == key }?.content
+            ?? "?").debugDescription
         }
         #expect(
           found == expected,
-          "query \(query.debugDescription) in conversation \(conversation.map(String.init) ?? "all"): differing rows \(differing)")
+          "query \(query.debugDescription) in conversation \(conversation.map(String.init) ?? "all"): differing rows \(differing)"
+        )
       }
     }
   }
@@ -98,7 +106,9 @@ import Testing
     let f = try ChatFixture()
     let texts = Self.vocabulary + ["你好世界abc", "한국어 텍스트", "カタカナ ひらがな", "𠀀𠀁", "mixed你a好b", "", "é\u{301}你"]
     try f.chats.receive(texts.enumerated().map { f.incoming(f.relayID(Int64($0.offset)), from: 2, $0.element) })
-    let rows = try f.chats.database.query("SELECT m.content, s.content FROM Messages m JOIN MessageSearchSegments s USING (id)") {
+    let rows = try f.chats.database.query(
+      "SELECT m.content, s.content FROM Messages m JOIN MessageSearchSegments s USING (id)"
+    ) {
       ($0.string(0), $0.string(1))
     }
     #expect(rows.count == texts.filter(SearchText.containsCJK).count)
@@ -108,7 +118,8 @@ import Testing
   @Test("The byte check finds CJK wherever the String check does, in valid and damaged UTF-8")
   func byteCheckNeverMissesCJK() {
     var rng = SplitMix64(state: 7)
-    let pieces: [[UInt8]] = Self.vocabulary.map { Array($0.utf8) } + [[0xE4], [0xE4, 0xBD], [0xF0, 0x80], [0xFF], [0xBD, 0xA0], [0xC3]]
+    let pieces: [[UInt8]] =
+      Self.vocabulary.map { Array($0.utf8) } + [[0xE4], [0xE4, 0xBD], [0xF0, 0x80], [0xFF], [0xBD, 0xA0], [0xC3]]
     for _ in 0..<5_000 {
       let bytes = (0..<Int(rng.next() % 6)).flatMap { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
       let text = String(decoding: bytes, as: UTF8.self)
@@ -120,7 +131,9 @@ import Testing
     #expect([0xE4, 0xE4, 0xBD, 0xA0].withUnsafeBufferPointer(SearchText.containsCJK(utf8:)))
   }
 
-  @Test("FTS5 syntax in a query is text to find, never an error", arguments: ["\"", "*", "AND(", "NEAR", "\"a", "a\"b", "(", "^x", "-x", "x:y", "NEAR(", "OR OR", "{a b}"])
+  @Test(
+    "FTS5 syntax in a query is text to find, never an error",
+    arguments: ["\"", "*", "AND(", "NEAR", "\"a", "a\"b", "(", "^x", "-x", "x:y", "NEAR(", "OR OR", "{a b}"])
   func syntaxIsText(query: String) throws {
     let f = try ChatFixture()
     try f.chats.receive([f.incoming(f.relayID(1), from: 2, "find \(query) here")])

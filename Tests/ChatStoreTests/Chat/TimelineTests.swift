@@ -9,7 +9,10 @@ import Testing
     let f = try ChatFixture()
     var messages: [Message] = []
     for i in 0..<23 {
-      messages.append(i % 3 == 0 ? f.outgoing(f.relayID(Int64(i) * 10), to: 2, "m\(i)") : f.incoming(f.relayID(Int64(i) * 10), from: 2, "m\(i)"))
+      messages.append(
+        i % 3 == 0
+          ? f.outgoing(f.relayID(Int64(i) * 10), to: 2, "m\(i)")
+          : f.incoming(f.relayID(Int64(i) * 10), from: 2, "m\(i)"))
       try f.chats.receive(f.incoming(f.relayID(Int64(i) * 10 + 1), from: 3, "noise"))
     }
     try f.chats.receive(messages.shuffled())

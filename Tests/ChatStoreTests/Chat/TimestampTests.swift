@@ -15,7 +15,10 @@ import Testing
     #expect(Timestamp.string(milliseconds: ms) == stored)
   }
 
-  @Test(arguments: ["2025-02-30", "2025-02-29T00:00:00Z", "2025-04-31", "0000-01-01", "2025-13-01", "2025-12-31T24:00:00Z", "2025-12-31T10:00:00.Z", "yesterday"])
+  @Test(arguments: [
+    "2025-02-30", "2025-02-29T00:00:00Z", "2025-04-31", "0000-01-01", "2025-13-01", "2025-12-31T24:00:00Z",
+    "2025-12-31T10:00:00.Z", "yesterday",
+  ])
   func rejectsImpossibleDates(text: String) {
     #expect(Timestamp.milliseconds(from: text) == nil)
   }
