@@ -17,7 +17,8 @@ enum EvictCommand: ParsableCommand {
     the pages the rows use: when the file still does not fit, the result says so and \
     running again deletes more); --keep-last N protects the newest N \
     messages of every conversation from all of it. Outbox requests and users are never \
-    touched. Deletes run in short transactions (about 30 ms each) so chat-sync can keep \
+    touched. Deletes run in short transactions (aiming at \(Int(Evictor.Options().targetChunkMillis)) ms, stopped \
+    and redone smaller past \(Int(Evictor.Options().interruptAfterMillis)) ms) so chat-sync can keep \
     writing; an interrupted run leaves a consistent file and running it again finishes \
     the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
     for older files after checking there is room for its copy) and the bytes really \
@@ -66,7 +67,9 @@ enum EvictCommand: ParsableCommand {
         policy.now = now
       }
       chunkRows = o.option(
-        "--chunk-rows", valueName: "n", help: "Rows per transaction instead of the adaptive size (about 30 ms each).",
+        "--chunk-rows", valueName: "n",
+        help:
+          "Rows per transaction instead of the adaptive size (which aims at \(Int(Evictor.Options().targetChunkMillis)) ms).",
         parse: Parse.count(from: 1, to: 10_000_000))
     }
     func validate() throws {

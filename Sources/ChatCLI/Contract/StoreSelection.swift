@@ -20,7 +20,8 @@ public struct StoreSelection: Sendable {
       o.option(
         "--data-dir", valueName: "dir",
         help:
-          "The folder of chats-<id>.db files (default: $\(StoreLocation.environmentKey), else ~/.local/share/chatdb).",
+          "The folder of chats-<id>.db files (default: $\(StoreLocation.environmentKey), else $XDG_DATA_HOME/chatdb, "
+          + "else ~/.local/share/chatdb).",
         parse: Parse.path) ?? StoreLocation.defaultDataDirectory()
     user = o.option(
       "--user", valueName: "id", help: "The user whose database to use: <data-dir>/chats-<id>.db.", parse: Parse.userID)
