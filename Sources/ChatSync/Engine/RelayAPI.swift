@@ -81,10 +81,12 @@ struct RelayAPI: Sendable {
     return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
   }
 
-  /// Whose token this is (`GET /v1/me`).
-  func me(timeout: Double = 10) async throws -> User {
+  /// Whose token this is (`GET /v1/me`): `owner`'s profile, or `WrongUserToken` when the
+  /// token is another user's.
+  func me(requiring owner: Int64, timeout: Double = 10) async throws -> User {
     let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/me", timeout: timeout))
     let answer: WireMe = try Self.decode(reply, "GET /v1/me")
+    guard answer.user.id == owner else { throw WrongUserToken(tokenUser: answer.user.id, fileOwner: owner) }
     return answer.user.model
   }
 
@@ -140,8 +142,7 @@ public struct RelayRequests: Sendable {
   /// another user's, `SyncFailure.unauthorized` when refused, and the transport's error
   /// when the relay cannot be reached.
   public func requireIdentity(_ owner: Int64, timeout: Double = 10) async throws {
-    let me = try await api.me(timeout: timeout)
-    guard me.id == owner else { throw WrongUserToken(tokenUser: me.id, fileOwner: owner) }
+    _ = try await api.me(requiring: owner, timeout: timeout)
   }
 
   /// A contact's profile, nil when the relay does not show it.

@@ -305,13 +305,14 @@ public actor SyncEngine {
   private func checkIdentity() async throws {
     guard !identityChecked else { return }
     do {
-      let me = try await api.me()
-      guard me.id == owner else { throw Halt(message: WrongUserToken(tokenUser: me.id, fileOwner: owner).description) }
+      let me = try await api.me(requiring: owner)
       identityChecked = true
       doorbell.ring()
       try await patiently { try repository.upsert(me) }
     } catch SyncFailure.unauthorized(let reason) {
       throw Halt(message: "The relay refused the token: \(reason)")
+    } catch let wrong as WrongUserToken {
+      throw Halt(message: wrong.description)
     }
   }
 
