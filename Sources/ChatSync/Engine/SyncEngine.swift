@@ -10,6 +10,10 @@ import Foundation
 /// left `SENT` are retried with the same request id, messages not yet confirmed as
 /// delivered are acknowledged again, the cursor is where the last stored page left it.
 ///
+/// The engine is isolated to the `DatabaseQueue` that owns its file's connection: its
+/// code, and so every call it makes to SQLite (which can wait seconds for another
+/// program's lock), runs on that queue's thread, never on Swift's cooperative threads.
+///
 /// ```swift
 /// let engine = SyncEngine(repository: try ChatRepository.open(user: 1, in: "data"),
 ///                         http: .libwebsockets(base: relay, token: token),
@@ -61,6 +65,9 @@ public actor SyncEngine {
   }
 
   let repository: ChatRepository
+  /// The owner of `repository`'s connection, and this actor's executor.
+  let queue: DatabaseQueue
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
   let api: RelayAPI
   let connector: SocketConnector
   let options: Options
@@ -112,6 +119,7 @@ public actor SyncEngine {
     repository: sending ChatRepository, http: HTTPTransport, socket: SocketConnector, options: Options = Options()
   ) {
     self.owner = repository.ownerID
+    self.queue = DatabaseQueue(repository.database)
     self.repository = repository
     self.api = RelayAPI(http: http)
     self.connector = socket
@@ -584,38 +592,17 @@ public actor SyncEngine {
 
   // MARK: - Waiting out another writer
 
-  /// Runs one write to the file, retried (with a pause that grows to 1 s) while another
-  /// program holds the file's write lock longer than `busy_timeout`, for up to
-  /// `busyPatience` seconds. `chatdb vacuum` or `import` on a large file can hold it for
-  /// longer than a connection's `busy_timeout`; a message received meanwhile must not
-  /// be dropped until the next reconnect (and a user must not see SQLite's "database is
-  /// locked"). Every write is one transaction, so a retry repeats it whole.
+  /// Runs one write to the file, retried while another program holds the file's write
+  /// lock longer than `busy_timeout`, for up to `busyPatience` seconds. `chatdb vacuum`
+  /// or `import` on a large file can hold it that long; a message received meanwhile
+  /// must not be dropped until the next reconnect (and a user must not see SQLite's
+  /// "database is locked"). Stopping (SIGTERM) ends the wait: what was not written is
+  /// still on the relay, unacknowledged, and comes again at the next run.
   @discardableResult
   func patiently<T>(_ write: () throws -> T) async throws -> T {
-    let started = ContinuousClock.now
-    var pause = 0.05
-    var said = false
-    while true {
-      do {
-        return try write()
-      } catch
-        where Self.isBusy(error) && !stopping
-        && started.duration(to: .now) < .milliseconds(Int64(options.busyPatience * 1000))
-      {
-        // Stopping (SIGTERM) ends the wait: what was not written is still on the relay,
-        // unacknowledged, and comes again at the next run.
-        if !said {
-          log("store: another program is writing the file; waiting for it")
-          said = true
-        }
-        try? await Task.sleep(for: .milliseconds(Int64(pause * 1000)))
-        pause = min(pause * 2, 1)
-      }
-    }
-  }
-
-  static func isBusy(_ error: any Error) -> Bool {
-    (error as? SQLiteError)?.isBusy == true || (error as? StoreError)?.kind == .busy
+    try await queue.write(
+      retryingBusyFor: options.busyPatience, isStopping: { stopping },
+      onWait: { log("store: another program is writing the file; waiting for it") }, write)
   }
 
   // MARK: - The outbox
