@@ -1,11 +1,6 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Import, export and generate run per-row loops over class-held buffers; the dynamic
-// exclusivity checks cost about 7% there (measured with perf). Release builds only;
-// debug builds and tests keep them.
-let hotLoops: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
-
 let package = Package(
   name: "chatdb",
   products: [
@@ -45,8 +40,8 @@ let package = Package(
     .plugin(name: "EmbedMigrations", capability: .buildTool()),
 
     // MARK: - Core and features
-    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"], swiftSettings: hotLoops),
-    .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
+    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"]),
+    .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"]),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
@@ -67,12 +62,17 @@ let package = Package(
     .executableTarget(name: "chat-sync-bench", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
 
     // MARK: - Tests
-    .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
-    .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
-    .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
-    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
+    // What every test target shares: the trait that keeps blocking suites off the cooperative pool.
+    .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "ChatStoreTests", dependencies: ["TestSupport", "ChatStore"]),
+    .testTarget(name: "ChatMaintenanceTests", dependencies: ["TestSupport", "ChatMaintenance", "ChatStore"]),
+    .testTarget(name: "ChatCLITests", dependencies: ["TestSupport", "ChatCLI", "ChatStore"]),
     .testTarget(
-      name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
-    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
+      name: "ChatRelayTests", dependencies: ["TestSupport", "ChatRelay", "ChatStore", "chat-relay"],
+      exclude: ["interop"]),
+    .testTarget(
+      name: "ChatSyncTests",
+      dependencies: ["TestSupport", "ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
+    .testTarget(name: "chatdbTests", dependencies: ["TestSupport", "chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -1,10 +1,11 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatCLI
 
-@Suite struct OptionReaderTests {
+@Suite(.ownThreads) struct OptionReaderTests {
   struct Typed: ParsableOptions {
     var count: Int?
     var tags: [String]
@@ -59,7 +60,7 @@ import Testing
   }
 }
 
-@Suite struct EnvelopeTests {
+@Suite(.ownThreads) struct EnvelopeTests {
   static func context(json: Bool) -> (CommandContext, TextBuffer, TextBuffer) {
     let out = TextBuffer()
     let err = TextBuffer()
@@ -132,7 +133,7 @@ import Testing
   }
 }
 
-@Suite struct ExitStatusTests {
+@Suite(.ownThreads) struct ExitStatusTests {
   @Test func codesAreUniqueAndOneIsOnlyPartialFailure() {
     let codes = ExitCode.allCases.map(\.rawValue)
     #expect(Set(codes).count == codes.count)

@@ -1,12 +1,13 @@
 import ChatCLI
 import ChatStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-@Suite struct ByteCountTests {
+@Suite(.ownThreads) struct ByteCountTests {
   @Test(arguments: [
     (Int64(0), "0 B"), (512, "512 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
     (1_048_575, "1.0 MiB"), (1_288_490_189, "1.2 GiB"), (5 << 40, "5.0 TiB"), (-2048, "-2.0 KiB"),
@@ -28,7 +29,7 @@ import Testing
   }
 }
 
-@Suite struct JSONValueTests {
+@Suite(.ownThreads) struct JSONValueTests {
   @Test(arguments: [
     (JSONValue.string(#"say "hi""#), #""say \"hi\"""#),
     (.string(#"C:\path\"#), #""C:\\path\\""#),
@@ -73,7 +74,7 @@ import Testing
   }
 }
 
-@Suite struct TableTests {
+@Suite(.ownThreads) struct TableTests {
   @Test func alignsColumnsAndRightAlignsNumbers() {
     let table = Table(
       columns: [.init("FILE"), .init("FROM", alignment: .right), .init("NOTE")],
@@ -95,7 +96,7 @@ import Testing
   }
 }
 
-@Suite struct ProgressTests {
+@Suite(.ownThreads) struct ProgressTests {
   @Test func silentWhenOutputIsNotATerminal() {
     let buffer = TextBuffer()
     let progress = Progress(
@@ -129,7 +130,7 @@ import Testing
   }
 }
 
-@Suite struct TerminalTests {
+@Suite(.ownThreads) struct TerminalTests {
   @Test(arguments: [
     ([String: String](), true, true), (["TERM": "xterm-256color"], true, true), (["TERM": "dumb"], true, false),
     (["NO_COLOR": "1"], true, false), (["NO_COLOR": ""], true, true), (["TERM": "xterm"], false, false),

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import ChatCLI
 
-@Suite struct HelpTests {
+@Suite(.ownThreads) struct HelpTests {
   @Test(arguments: [
     (["-h"], "USAGE: chatdb <subcommand>"),
     (["--help"], "USAGE: chatdb <subcommand>"),
@@ -73,7 +74,7 @@ import Testing
   }
 }
 
-@Suite struct UsageErrorTests {
+@Suite(.ownThreads) struct UsageErrorTests {
   @Test(arguments: [
     (["evict", "--older", "5d"], "Unknown option '--older'. Did you mean '--older-than'?"),
     (["evict", "--dry-rn"], "Unknown option '--dry-rn'. Did you mean '--dry-run'?"),
@@ -123,7 +124,7 @@ import Testing
   }
 }
 
-@Suite struct ParsingTests {
+@Suite(.ownThreads) struct ParsingTests {
   @Test(arguments: [
     ["evict", "--user=5"], ["evict", "--user", "5"], ["evict", "--user", "3", "--user", "5"],
     ["evict", "--user=", "--user=5"],
@@ -183,7 +184,7 @@ import Testing
   }
 }
 
-@Suite struct ExitCodeTests {
+@Suite(.ownThreads) struct ExitCodeTests {
   @Test(arguments: [
     (["fail", "--how", "locked"], Int32(75), "Error: database is locked\n"),
     (["fail", "--how", "plain"], Int32(70), "Error: "),

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 /// as a client, and the injected faults clients are tested against. Each test starts its
 /// own relay on a free port and stops it; every child process is bounded in time and no
 /// check is about time.
-@Suite(.serialized) struct RelayBehaviourTests {
+@Suite(.serialized, .ownThreads) struct RelayBehaviourTests {
   static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
     "interop/relay_auth_faults.py"
   ).path

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Testing
 
 /// `chat-relay` as a user runs it: users added with the CLI, `serve` on a free port,
 /// the protocol checked by outside clients (Python's urllib and websockets).
-@Suite(.serialized) struct RelayEndToEndTests {
+@Suite(.serialized, .ownThreads) struct RelayEndToEndTests {
   @Test func theProtocolHoldsForOutsideClients() throws {
     let folder = try Folder()
     let db = folder.path + "/relay.db"

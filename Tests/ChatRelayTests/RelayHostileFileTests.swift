@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Testing
 /// `chat-relay` on hostile files named by `--db` (issue 14): the three fixes that
 /// `scripts/torture.d/hostile_relay.py` found, pinned by the built binary. Every run is
 /// bounded (a hang is killed and fails the test); nothing here is about time.
-@Suite(.serialized) struct RelayHostileFileTests {
+@Suite(.serialized, .ownThreads) struct RelayHostileFileTests {
   /// Every command that opens the file (`serve` refuses before it listens).
   static let commands: [[String]] = [
     ["user", "list"], ["push", "list"], ["user", "add", "--id", "99", "--name", "New"],

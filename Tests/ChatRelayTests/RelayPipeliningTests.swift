@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Testing
 /// "Connections"). Two requests sent in one TCP write used to make libwebsockets 4.1.6
 /// call the body-completion callback in an endless loop: the relay spun, answered nobody
 /// and ignored SIGTERM. Every child process is bounded in time, so a hang fails the test.
-@Suite(.serialized) struct RelayPipeliningTests {
+@Suite(.serialized, .ownThreads) struct RelayPipeliningTests {
   static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
     "interop/relay_pipelining.py"
   ).path

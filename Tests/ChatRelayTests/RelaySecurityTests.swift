@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 /// umask, and logs that never hold a message's content or a token. Checks are made by
 /// outside clients (`interop/relay_security.py`); no check is about time: the latency
 /// figures the script prints go to the README, not into assertions.
-@Suite(.serialized) struct RelaySecurityTests {
+@Suite(.serialized, .ownThreads) struct RelaySecurityTests {
   static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("interop/relay_security.py").path
 

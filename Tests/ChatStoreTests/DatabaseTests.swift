@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
@@ -24,7 +25,7 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
   }
 }
 
-@Suite struct DatabaseTests {
+@Suite(.ownThreads) struct DatabaseTests {
   static let mebibyteText = String(repeating: "0123456789abcdé", count: 1 << 16)  // > 1 MiB of UTF-8
   static let mebibyteBlob: [UInt8] = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
 
@@ -378,7 +379,7 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
 
 /// A read-only connection must leave a user's folder as it found it: no `-wal` or
 /// `-shm` appears because a command only looked at the file.
-@Suite struct ReadOnlyFootprintTests {
+@Suite(.ownThreads) struct ReadOnlyFootprintTests {
   /// How the file is left before the read: WAL mode closed cleanly (no companions), or
   /// a rollback-journal file.
   enum Setup: String, CaseIterable, Sendable { case walClosed, rollbackJournal }
@@ -455,7 +456,7 @@ func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
 }
 
 /// What a long job asks of its connection: who else has the file open, and a deadline.
-@Suite struct ConnectionWatchTests {
+@Suite(.ownThreads) struct ConnectionWatchTests {
   @Test("Another connection, in this process or another, is seen while it has the file open")
   func othersHaveTheFileOpen() throws {
     try withTemporaryDirectory { dir in

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct FileSystemTests {
+@Suite(.ownThreads) struct FileSystemTests {
   /// Paths as a person types them, and the folder that holds each.
   static let folders: [(String, String)] = [
     ("x", "."), ("ab", "."), ("chats-1.db", "."), ("/a", "/"), ("/", "/"), ("a/b", "a"), ("./x", "."),

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct MigrationSetTests {
+@Suite(.ownThreads) struct MigrationSetTests {
   /// The package root: Tests/ChatStoreTests/MigrationSetTests.swift, up three levels.
   static let packageRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

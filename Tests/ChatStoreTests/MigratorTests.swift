@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct MigratorTests {
+@Suite(.ownThreads) struct MigratorTests {
   static let latest = Fixture.latest
   static let owner: Int64 = 7
 
@@ -731,7 +732,7 @@ import Testing
 /// Issue 14: `chat-sync send` and a starting `chat-sync run` (or two threads) creating the
 /// same new file at once: each builds its own copy beside it, the first link wins, the
 /// other uses that file; neither fails or writes into the other's copy.
-@Suite struct ConcurrentCreationTests {
+@Suite(.ownThreads) struct ConcurrentCreationTests {
   @Test func twoCreatorsOfOneNewFileBothSucceed() throws {
     try withTemporaryDirectory { dir in
       for round in 0..<10 {

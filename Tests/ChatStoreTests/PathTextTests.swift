@@ -1,10 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
 /// `FileSystem.splitPath` over tables of edge cases and over generated paths.
-@Suite struct PathTextTests {
+@Suite(.ownThreads) struct PathTextTests {
   @Test(
     "splitPath gives POSIX dirname and basename",
     arguments: [

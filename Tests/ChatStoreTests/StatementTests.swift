@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct StatementTests {
+@Suite(.ownThreads) struct StatementTests {
   @Test("One statement is bound, stepped, reset and rebound many times")
   func reuse() throws {
     let db = try Database(path: ":memory:")

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct StoreLocationTests {
+@Suite(.ownThreads) struct StoreLocationTests {
   @Test(
     "parseUserID refuses anything but a positive plain-decimal Int64",
     arguments: [

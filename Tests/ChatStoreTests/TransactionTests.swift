@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
@@ -7,7 +8,7 @@ struct Boom: Error, Equatable {
   var tag = "boom"
 }
 
-@Suite struct TransactionTests {
+@Suite(.ownThreads) struct TransactionTests {
   /// A file database with one table `t (x)`.
   func withTable<T>(_ body: (Database, String) throws -> T) throws -> T {
     try withTemporaryDirectory { dir in

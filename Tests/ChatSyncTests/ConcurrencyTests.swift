@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatSync
@@ -7,7 +8,7 @@ import Testing
 /// Issue 14, sanitizers and concurrency: `chatdb`'s maintenance commands on a file while
 /// `chat-sync run` writes into it, `migrate` against a file someone has open, and a
 /// client meeting a file from a newer schema.
-@Suite(.serialized) struct ConcurrencyTests {
+@Suite(.serialized, .ownThreads) struct ConcurrencyTests {
   /// One maintenance command, as run against the receiving client's file again and
   /// again while messages arrive. `run` is the run's number (each export writes its own
   /// file); `folder` is the test's folder.
@@ -144,7 +145,9 @@ import Testing
       // comes from a thread of its own: after a sleep on the test pool it came late when
       // other suites' blocking calls held both of the pool's threads (issue 14's flaky
       // runs), later than migrate's bound, which then refused the file.
-      let waiting = Task.detached { try tool("chatdb", ["migrate", "--db", db], seconds: 60) }
+      let waiting = Task(executorPreference: TestThreads.shared) {
+        try tool("chatdb", ["migrate", "--db", db], seconds: 60)
+      }
       holder.close(after: 0.5)
       let done = try await waiting.value
       #expect(holder.isClosed)
@@ -315,7 +318,7 @@ func relayUnacknowledged(_ relay: RelayProcess, to user: Int64) throws -> Int64 
 /// file's write lock for longer than the connection's `busy_timeout` (here 50 ms, in
 /// production 5 s: `chatdb vacuum` on a large file can take longer); a message arriving
 /// meanwhile is stored once the lock goes, not dropped with "database is locked".
-@Suite struct BusyWriterTests {
+@Suite(.ownThreads) struct BusyWriterTests {
   @Test func aMessageArrivingWhileAnotherProgramWritesIsStoredWhenTheLockGoes() async throws {
     try await withDataFolder { folder in
       try ownerRepository(in: folder).upsert(User(id: 1, name: "Ada"))

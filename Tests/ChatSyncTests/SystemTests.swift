@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatSync
@@ -76,7 +77,7 @@ func chatdbCheck(_ db: String) throws {
   #expect(out.status == 0, "chatdb check \(db): \(out.stdout) \(out.stderr)")
 }
 
-@Suite(.serialized) struct SystemTests {
+@Suite(.serialized, .ownThreads) struct SystemTests {
   @Test func aThousandMessagesArriveExactlyOnceThroughEveryFault() async throws {
     try await withDataFolder { folder in
       let relay = try RelayProcess(

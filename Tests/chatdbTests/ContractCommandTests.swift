@@ -1,6 +1,7 @@
 import ChatCLI
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Testing
 
 /// The command contract through the built binary: every exit code provoked, every
 /// command's `--json` in the one envelope, the README's table equal to the code's.
-@Suite(.serialized) struct ContractCommandTests {
+@Suite(.serialized, .ownThreads) struct ContractCommandTests {
   /// A data folder with two generated users.
   static func fleet() throws -> TemporaryFolder {
     let folder = try TemporaryFolder()

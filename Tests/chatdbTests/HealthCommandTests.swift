@@ -1,10 +1,11 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 /// `chatdb index`, `check` and `vacuum` through the built binary: stdout, stderr and
 /// exit codes together.
-@Suite struct HealthCommands {
+@Suite(.ownThreads) struct HealthCommands {
   /// A generated `chats-1.db` in a fresh folder.
   static func generated() throws -> (TemporaryFolder, String) {
     let folder = try TemporaryFolder()

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 /// All rows of a file's three tables, for comparing two files.
@@ -14,7 +15,7 @@ func tableContents(_ path: String) throws -> [String] {
   return rows
 }
 
-@Suite struct HistoryCommandTests {
+@Suite(.ownThreads) struct HistoryCommandTests {
   @Test func generateIsDeterministicAndQuietWhenPiped() throws {
     let folder = try TemporaryFolder()
     for dir in ["a", "b"] {
@@ -163,7 +164,7 @@ func tableContents(_ path: String) throws -> [String] {
   }
 }
 
-@Suite struct HostileInputTests {
+@Suite(.ownThreads) struct HostileInputTests {
   @Test func anOutputThatIsNotARegularFileIsRefusedNotReplaced() throws {
     let folder = try TemporaryFolder()
     #expect(try chatdb("migrate", "--data-dir", folder.path, "--user", "1").status == 0)

@@ -1,8 +1,9 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
-@Suite struct HelpAndUsageTests {
+@Suite(.ownThreads) struct HelpAndUsageTests {
   @Test(arguments: [
     ["--help"], ["-h"], ["migrate", "--help"], ["help", "migrate"], ["help", "migrate", "status"],
     ["migrate", "status", "-h"], [],
@@ -51,7 +52,7 @@ import Testing
   }
 }
 
-@Suite struct MigrateCommandTests {
+@Suite(.ownThreads) struct MigrateCommandTests {
   @Test func createsAPrivateFileInAPrivateFolder() throws {
     let folder = try TemporaryFolder()
     let data = folder.file("data/nested")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// No SQL is built from user data: every value a user, a file or the network supplies
@@ -6,11 +7,13 @@ import Testing
 /// interpolate something, and compares what they interpolate with a reviewed list.
 /// A new interpolation fails here until someone checks it is a constant (a table name,
 /// a column list, a number the code computed) and adds it below.
-@Suite struct SQLInterpolationAuditTests {
-  /// Reviewed 2026-12-01 (issue 14): each is a constant or a number, never user text.
+@Suite(.ownThreads) struct SQLInterpolationAuditTests {
+  /// Reviewed: each is a constant or a number, never user text.
   static let reviewed: Set<String> = [
     // Table and column names, fixed in code.
-    "table", "Self.recordsTable", "messageColumns", "requestColumns", "live", "reference", "kind", "options", "name",
+    "table", "Self.recordsTable", "messageColumns", "requestColumns", "Columns.user.list()", "live", "reference",
+    "kind",
+    "options", "name",
     "pragma",
     // SQL fragments built from constants (status lists, the CJK row test, filter terms with ? placeholders).
     "status.earlierStatusesSQL", "Self.cjkRows", "SearchIndexBuilder.cjkRows", "bad", "createdMs", "idMs", "lower",

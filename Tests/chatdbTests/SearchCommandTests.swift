@@ -1,10 +1,11 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 /// `chatdb search` and the search index in `migrate`, `check`, `index`, `usage` and
 /// `evict`, through the built binary: stdout, stderr and exit codes together.
-@Suite struct SearchCommands {
+@Suite(.ownThreads) struct SearchCommands {
   /// Our two messages: after the generated history (which ends 2026-01-01), so the newest.
   static let first = MessageID.make(milliseconds: Timestamp.milliseconds(from: "2026-06-01T00:00:00.000Z")!)
   static let second = MessageID.make(milliseconds: Timestamp.milliseconds(from: "2026-06-01T00:00:01.000Z")!)

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 /// permissive umask, paths that try to leave the data folder (bad ids, symbolic links),
 /// and hostile values in options and imported records: stored exactly or refused with
 /// one line, never an SQL error or a crash.
-@Suite(.serialized) struct SecurityCommandTests {
+@Suite(.serialized, .ownThreads) struct SecurityCommandTests {
   // MARK: - Modes under umask 000
 
   /// `chatdb` run by `/bin/sh` after `umask 000`.

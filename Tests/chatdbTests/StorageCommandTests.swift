@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Testing
 #endif
 
 /// `chatdb usage` and `chatdb evict`, run as a user runs them.
-@Suite struct StorageCommandTests {
+@Suite(.ownThreads) struct StorageCommandTests {
   /// Generated histories end at 2026-01-01: ages are measured from there.
   static let now = "2026-01-01"
 

@@ -201,7 +201,7 @@ public final class RecordWriter {
     // connection keeps the summaries per batch instead (see `summaries`).
     try settings.disableTriggers()
     active = true
-    try db.execute("BEGIN IMMEDIATE")
+    try db.beginTransaction(.immediate)
     try search.setMerging(.bulkLoad)
   }
 
@@ -230,7 +230,7 @@ public final class RecordWriter {
     summaries.discard()
     search.discard()
     inBatch = 0
-    if active && db.isInTransaction { try? db.execute("ROLLBACK") }
+    if active { db.rollback() }
     // The batches before this one committed the bulk-load setting: put it back.
     if active && summary.batches > 0 {
       try? db.inTransaction(.immediate) { _ in
@@ -248,11 +248,11 @@ public final class RecordWriter {
     try flushMessages()
     try summaries.apply()
     try search.flush()
-    try db.execute("COMMIT")
+    try db.commit()
     if inBatch > 0 { summary.batches += 1 }
     committed = summary
     inBatch = 0
-    if !last { try db.execute("BEGIN IMMEDIATE") }
+    if !last { try db.beginTransaction(.immediate) }
   }
 
   /// New sends must never reuse an imported request id.

@@ -401,37 +401,15 @@ public final class Evictor {
   private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 100, _ body: () throws -> Int) throws -> (
     Int, Double
   )? {
-    let asked = Self.now()
-    try db.execute("BEGIN IMMEDIATE")
-    let locked = Self.now()
-    if locked - asked > 5 { lastContention = locked }
-    var changed = 0
     let stop = stoppable && options.fixedChunkRows == nil
-    do {
-      if stop { db.interrupt(after: options.interruptAfterMillis, checkingEvery: checkingEvery) }
-      defer { if stop { db.interrupt(after: nil) } }
-      changed = try body()
-    } catch {
-      if db.isInTransaction { try? db.execute("ROLLBACK") }
-      if stop, let error = error as? SQLiteError, error.code == SQLiteError.ResultCode.interrupt {
-        let millis = Self.now() - locked
-        record(millis)
-        interrupted += 1
-        try pause(after: millis)
-        return nil
-      }
-      throw error
+    let chunk = try db.writeChunk(stopAfter: stop ? options.interruptAfterMillis : nil, checkingEvery: checkingEvery) {
+      _ in try body()
     }
-    do {
-      try db.execute("COMMIT")
-    } catch {
-      if db.isInTransaction { try? db.execute("ROLLBACK") }
-      throw error
-    }
-    let millis = Self.now() - locked
-    record(millis)
-    try pause(after: millis)
-    return (changed, millis)
+    if chunk.waitedMillis > 5 { lastContention = Self.now() - chunk.heldMillis }
+    record(chunk.heldMillis)
+    if chunk.value == nil { interrupted += 1 }
+    try pause(after: chunk.heldMillis)
+    return chunk.value.map { ($0, chunk.heldMillis) }
   }
 
   private func record(_ millis: Double) {

@@ -162,7 +162,7 @@ public final class RelayStore {
     do {
       guard groupsCalls else { return try db.write(body) }
       try beginGroupIfNeeded()
-      return singleWrite ? try body(db) : try inSavepoint(body)
+      return singleWrite ? try body(db) : try db.withSavepoint(body)
     } catch let conflict as RequestIDConflict {
       noteIfGroupLost()
       throw conflict
@@ -195,7 +195,7 @@ public final class RelayStore {
       throw StoreError(.writeFailed, "the transaction of group \(group) was rolled back by SQLite", path: path)
     }
     do {
-      try db.cachedStatement("COMMIT TRANSACTION").execute()
+      try db.commit()
       if let checkpointer {
         commitsSinceCheckpoint += 1
         if commitsSinceCheckpoint >= Self.commitsPerCheckpoint {
@@ -205,7 +205,7 @@ public final class RelayStore {
       }
       return group
     } catch {
-      if db.isInTransaction { try? db.cachedStatement("ROLLBACK TRANSACTION").execute() }
+      db.rollback()
       throw StoreError.from(error, path: path, doing: "commit to")
     }
   }
@@ -215,7 +215,7 @@ public final class RelayStore {
   private func beginGroupIfNeeded() throws {
     if openGroup != nil && db.isInTransaction { return }
     openGroup = nil
-    try db.cachedStatement("BEGIN IMMEDIATE TRANSACTION").execute()
+    try db.beginTransaction(.immediate)
     openGroup = nextGroup
     nextGroup += 1
   }
@@ -224,22 +224,6 @@ public final class RelayStore {
   /// transaction: the group is then gone, and with it its earlier calls.
   private func noteIfGroupLost() {
     if openGroup != nil && !db.isInTransaction { openGroup = nil }
-  }
-
-  /// Runs `body` in a savepoint of the open transaction: a throw undoes its writes only.
-  private func inSavepoint<T>(_ body: (Database) throws -> T) throws -> T {
-    try db.cachedStatement("SAVEPOINT relay_call").execute()
-    do {
-      let result = try body(db)
-      try db.cachedStatement("RELEASE relay_call").execute()
-      return result
-    } catch {
-      if db.isInTransaction {
-        try? db.cachedStatement("ROLLBACK TO relay_call").execute()
-        try? db.cachedStatement("RELEASE relay_call").execute()
-      }
-      throw error
-    }
   }
 
   /// Now, in milliseconds since 1970: the default clock of the calls that record a time.

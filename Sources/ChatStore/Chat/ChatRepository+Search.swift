@@ -49,7 +49,7 @@ extension ChatRepository {
         let arguments: [any DatabaseValueConvertible] =
           [parsed.ftsQuery ?? parsed.literal!, createdAt, requestID, limit + 1] + (conversation.map { [$0] } ?? [])
         hits += try db.cachedStatement(sql).map(arguments) { row in
-          let request = Self.request(row)
+          let request = HotQuery.request(row)
           return SearchHit(
             item: .request(request), conversation: request.toUserID,
             snippet: SearchSnippet.make(request.content, parsed))
@@ -61,60 +61,16 @@ extension ChatRepository {
         let sql = SearchSQL.messages(parsed, conversation: conversation != nil)
         let arguments: [any DatabaseValueConvertible] =
           [parsed.ftsQuery ?? parsed.literal!, messageBound, limit + 1 - hits.count] + (conversation.map { [$0] } ?? [])
-        hits += try db.cachedStatement(sql).map(arguments) { row in
-          let message = Self.message(row)
-          return SearchHit(
-            item: .message(message), conversation: row.int64(7), snippet: SearchSnippet.make(message.content, parsed))
+        hits += try db.cachedStatement(sql).map(arguments, HotQuery.messageInConversation).map {
+          message, conversation in
+          SearchHit(
+            item: .message(message), conversation: conversation, snippet: SearchSnippet.make(message.content, parsed))
         }
       }
       let more = hits.count > limit
       hits = Array(hits.prefix(limit))
       return SearchPage(hits: hits, older: more ? hits.last?.item.cursor : nil)
     }
-  }
-}
-
-/// The search statements (see `ChatRepository.search`); `?1` is the FTS5 query (or
-/// the literal text), `?2`/`?3` the cursor, then the limit and the conversation.
-enum SearchSQL {
-  /// Requests: `?1` query, `?2`/`?3` the (created_at, request_id) cursor, `?4` limit, `?5` conversation.
-  static func requests(literal: Bool, conversation: Bool) -> String {
-    let match =
-      literal
-      ? "instr(content, ?1) > 0" : "request_id IN (SELECT rowid FROM RequestSearch WHERE RequestSearch MATCH ?1)"
-    return """
-      SELECT \(HotQuery.requestColumns) FROM MessageRequests
-      WHERE \(match) AND (created_at, request_id) < (?2, ?3)\(conversation ? " AND to_user_id = ?5" : "")
-      ORDER BY created_at DESC, request_id DESC LIMIT ?4
-      """
-  }
-
-  /// Messages: `?1` query, `?2` the id cursor, `?3` limit, `?4` conversation.
-  ///
-  /// A query without CJK is matched in the word index and in the CJK index (whose rows
-  /// also hold their words, split from the CJK characters next to them: `好abc` is one
-  /// unicode61 token but two there); a query with CJK only in the CJK index. Each index
-  /// reads its newest matches by rowid, descending, from the cursor: a page costs its
-  /// matches, not the history's size.
-  static func messages(_ query: SearchQuery, conversation: Bool) -> String {
-    let columns = HotQuery.messageColumns + ", conversation_id"
-    let scope = conversation ? " AND conversation_id = ?4" : ""
-    guard query.literal == nil else {
-      return """
-        SELECT \(columns) FROM Messages WHERE instr(content, ?1) > 0 AND id < ?2\(scope) ORDER BY id DESC LIMIT ?3
-        """
-    }
-    let arms = (query.hasCJK ? ["MessageSearchCJK"] : ["MessageSearch", "MessageSearchCJK"]).map { table in
-      let join = conversation ? " JOIN Messages m ON m.id = \(table).rowid AND m.conversation_id = ?4" : ""
-      return """
-        SELECT id FROM (SELECT \(table).rowid AS id FROM \(table)\(join)
-          WHERE \(table) MATCH ?1 AND \(table).rowid < ?2 ORDER BY \(table).rowid DESC LIMIT ?3)
-        """
-    }
-    return """
-      SELECT \(columns) FROM Messages WHERE id IN (\(arms.joined(separator: " UNION ALL ")))
-      ORDER BY id DESC LIMIT ?3
-      """
   }
 }
 

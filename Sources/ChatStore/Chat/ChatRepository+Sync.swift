@@ -19,8 +19,8 @@ extension ChatRepository {
   public func syncCursor() throws -> SyncCursor {
     try database.read { db in
       SyncCursor(
-        messages: try db.int64("SELECT value FROM StoreInfo WHERE key = 'sync_message_cursor'") ?? 0,
-        updates: try db.int64("SELECT value FROM StoreInfo WHERE key = 'sync_update_cursor'") ?? 0)
+        messages: try db.int64(StoreInfoSQL.value, ["sync_message_cursor"]) ?? 0,
+        updates: try db.int64(StoreInfoSQL.value, ["sync_update_cursor"]) ?? 0)
     }
   }
 
@@ -50,11 +50,7 @@ extension ChatRepository {
   }
 
   private func raise(_ key: String, to value: Int64, _ db: Database) throws {
-    try db.execute(
-      """
-      INSERT INTO StoreInfo (key, value) VALUES (?1, ?2)
-      ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)
-      """, [key, value])
+    try db.execute(StoreInfoSQL.raiseValue, [key, value])
   }
 
   /// Incoming messages the relay has not confirmed as delivered, oldest first: what the
@@ -63,12 +59,9 @@ extension ChatRepository {
   /// came is still acknowledged, and one evicted meanwhile still leaves the relay.
   public func unacknowledgedIncoming(after: Int64 = 0, limit: Int = 500) throws -> [Int64] {
     try database.read { db in
-      try db.query(Self.unacknowledgedSQL, [after, limit]) { $0.int64(0) }
+      try db.query(HotQuery.unconfirmedDeliveryAcks.sql, [after, limit], HotQuery.messageID)
     }
   }
-
-  static let unacknowledgedSQL =
-    "SELECT message_id FROM PendingDeliveryAcks WHERE message_id > ? ORDER BY message_id LIMIT ?"
 
   /// The relay confirmed these incoming messages' delivery (`delivery_acknowledged`): they
   /// are no longer acknowledged, and `SYNCED` ones become `DELIVERED` (a message already
@@ -76,10 +69,8 @@ extension ChatRepository {
   public func confirmDelivered(_ ids: [Int64]) throws {
     guard !ids.isEmpty else { return }
     try database.write { db in
-      let forget = try db.cachedStatement("DELETE FROM PendingDeliveryAcks WHERE message_id = ?")
-      let statement = try db.cachedStatement(
-        "UPDATE Messages SET status = 'DELIVERED' WHERE id = ? AND status = 'SYNCED' AND from_user_id = conversation_id"
-      )
+      let forget = try db.cachedStatement(HotQuery.forgetDeliveryAck.sql)
+      let statement = try db.cachedStatement(HotQuery.confirmDelivered.sql)
       for id in ids {
         try forget.execute([id])
         try statement.execute([id])
@@ -97,36 +88,14 @@ extension ChatRepository {
   /// every queued request on each step made sending a backlog of n cost n²).
   public func outboxHeads() throws -> [MessageRequest] {
     var heads: [MessageRequest] = []
-    try database.cachedStatement(
-      """
-      WITH RECURSIVE conversations(id) AS (
-        SELECT min(to_user_id) FROM MessageRequests
-        UNION ALL
-        SELECT (SELECT min(to_user_id) FROM MessageRequests WHERE to_user_id > conversations.id)
-        FROM conversations WHERE conversations.id IS NOT NULL
-      )
-      SELECT r.request_id, r.to_user_id, r.content, r.status, r.created_at, r.last_modified_at, r.last_sent_at,
-        coalesce(r.fail_count, 0), r.next_attempt_at, r.fail_reason
-      FROM conversations JOIN MessageRequests r ON r.request_id = (
-        SELECT request_id FROM MessageRequests
-        WHERE to_user_id = conversations.id AND next_attempt_at IS NOT NULL AND status IN ('PENDING', 'SENT', 'FAILED')
-        ORDER BY created_at, request_id LIMIT 1)
-      WHERE conversations.id IS NOT NULL
-      ORDER BY r.to_user_id
-      """
-    ).forEachRow { heads.append(Self.request($0)) }
+    try database.cachedStatement(HotQuery.outboxHeads.sql).forEachRow { heads.append(HotQuery.request($0)) }
     return heads
   }
 
   /// FAILED requests, waiting for a retry or failed for good, by request id.
   public func failedRequests(limit: Int = 100) throws -> [MessageRequest] {
     try database.read { db in
-      try db.query(
-        """
-        SELECT request_id, to_user_id, content, status, created_at, last_modified_at, last_sent_at,
-          coalesce(fail_count, 0), next_attempt_at, fail_reason
-        FROM MessageRequests WHERE status = 'FAILED' ORDER BY request_id LIMIT ?
-        """, [limit], Self.request)
+      try db.query(HotQuery.failedRequests.sql, [limit], HotQuery.request)
     }
   }
 
@@ -136,7 +105,7 @@ extension ChatRepository {
   public func resumeInterruptedSends() throws -> Int {
     let at = Timestamp.string(now())
     return try database.write { db in
-      try db.execute("UPDATE MessageRequests SET next_attempt_at = ? WHERE status = 'SENT'", [at])
+      try db.execute(HotQuery.resumeInterruptedSends.sql, [at])
       return db.changes
     }
   }
@@ -146,10 +115,7 @@ extension ChatRepository {
   public func outboxCounts() throws -> [String: Int] {
     try database.read { db in
       var counts: [String: Int] = [:]
-      for (status, count) in try db.query(
-        "SELECT CASE WHEN status = 'FAILED' AND next_attempt_at IS NULL THEN 'permanent' ELSE status END, count(*) FROM MessageRequests GROUP BY 1",
-        [], { ($0.string(0), $0.int(1)) })
-      {
+      for (status, count) in try db.query(HotQuery.outboxCounts.sql, [], HotQuery.statusCount) {
         counts[status] = count
       }
       return counts
@@ -162,7 +128,7 @@ extension ChatRepository {
   public func addPlaceholder(_ user: User) throws {
     try database.write { db in
       try db.execute(
-        "INSERT OR IGNORE INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)",
+        HotQuery.addPlaceholderUser.sql,
         [user.id, user.name, user.avatarURL, user.lastConnectedAt])
     }
   }
@@ -171,12 +137,7 @@ extension ChatRepository {
   /// limit) and returns the count.
   public func recordFailedAnswer(_ requestID: Int64) throws -> Int {
     try database.write { db in
-      try db.query(
-        "UPDATE MessageRequests SET failed_answers = failed_answers + 1 WHERE request_id = ? RETURNING failed_answers",
-        [requestID]
-      ) {
-        $0.int(0)
-      }.first ?? 0
+      try db.int64(HotQuery.recordFailedAnswer.sql, [requestID]).map(Int.init) ?? 0
     }
   }
 
@@ -184,12 +145,7 @@ extension ChatRepository {
   /// not show the real one yet), at most `limit`: the sync client asks for them again.
   public func standInContacts(limit: Int = 100) throws -> [Int64] {
     try database.read { db in
-      try db.query(
-        "SELECT id FROM Users WHERE name = 'user ' || id AND avatar_url IS NULL AND id <> ? ORDER BY id LIMIT ?",
-        [ownerID, limit]
-      ) {
-        $0.int64(0)
-      }
+      try db.query(HotQuery.standInContacts.sql, [ownerID, limit], HotQuery.userID)
     }
   }
 
@@ -220,12 +176,10 @@ extension ChatRepository {
   /// arrived after the conversation was read, say). `sendable` is 0 when nothing can be.
   public func pendingReadReceipts() throws -> [(conversation: Int64, upTo: Int64, sendable: Int64)] {
     try database.read { db in
-      let firstUnread = try db.cachedStatement(
-        "SELECT min(id) FROM Messages WHERE conversation_id = ?1 AND from_user_id = ?1 AND status <> 'READ'")
-      return try db.query("SELECT key, value FROM StoreInfo WHERE key LIKE 'read_receipt:%' ORDER BY key", []) { row in
-        (Int64(row.string(0).dropFirst("read_receipt:".count)) ?? 0, row.int64(1))
-      }.filter { $0.0 > 0 }.map { conversation, upTo in
-        let unread = try firstUnread.first([conversation]) { $0.isNull(0) ? nil : $0.int64(0) } ?? nil
+      let firstUnread = try db.cachedStatement(HotQuery.firstUnread.sql)
+      return try db.query(StoreInfoSQL.readReceipts, [], StoreInfoSQL.readReceipt).filter { $0.0 > 0 }.map {
+        conversation, upTo in
+        let unread = try firstUnread.first([conversation], HotQuery.optionalID) ?? nil
         return (conversation, upTo, min(upTo, (unread ?? .max) - 1))
       }
     }
@@ -235,22 +189,20 @@ extension ChatRepository {
   /// unless a higher one was queued (or is still waiting for an unread message).
   public func clearReadReceipt(conversation: Int64, upTo: Int64) throws {
     try database.write { db in
-      try db.execute("DELETE FROM StoreInfo WHERE key = ? AND value <= ?", ["read_receipt:\(conversation)", upTo])
+      try db.execute(StoreInfoSQL.clearValueUpTo, ["read_receipt:\(conversation)", upTo])
     }
   }
 
   /// Records a fact of the sync client's state (`sync_state`, `last_sync_at`…) for `status`.
   public func setSyncInfo(_ key: String, _ value: String) throws {
     try database.write { db in
-      try db.execute(
-        "INSERT INTO StoreInfo (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [key, value])
+      try db.execute(StoreInfoSQL.setValue, [key, value])
     }
   }
 
   /// A fact recorded by `setSyncInfo`.
   public func syncInfo(_ key: String) throws -> String? {
-    try database.string("SELECT value FROM StoreInfo WHERE key = ?", [key])
+    try database.string(StoreInfoSQL.value, [key])
   }
 
   /// Requests failed for a passing reason become due now (the relay is reachable again).
@@ -258,8 +210,7 @@ extension ChatRepository {
   public func retryFailedNow() throws -> Int {
     let at = Timestamp.string(now())
     return try database.write { db in
-      try db.execute(
-        "UPDATE MessageRequests SET next_attempt_at = ?1 WHERE status = 'FAILED' AND next_attempt_at > ?1", [at])
+      try db.execute(HotQuery.retryFailedNow.sql, [at])
       return db.changes
     }
   }

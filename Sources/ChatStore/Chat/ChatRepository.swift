@@ -29,13 +29,13 @@ public final class ChatRepository {
     self.database = database
     self.ownerID = ownerID
     try Migrator.requireLatest(database, for: "the chat data layer")
-    if let recorded = try database.int64("SELECT value FROM StoreInfo WHERE key = 'owner_user_id'") {
+    if let recorded = try database.int64(StoreInfoSQL.owner) {
       guard recorded == ownerID else {
         throw StoreError(
           .badInput, "\(database.path) belongs to user \(recorded), not \(ownerID)", path: database.path)
       }
     } else {
-      try database.execute("INSERT INTO StoreInfo (key, value) VALUES ('owner_user_id', ?)", [ownerID])
+      try database.execute(StoreInfoSQL.recordOwner, [ownerID])
     }
   }
 
@@ -58,16 +58,7 @@ public final class ChatRepository {
   }
 
   func upsert(_ user: User, in db: Database) throws {
-    try db.execute(
-      """
-      INSERT INTO Users (id, name, avatar_url, last_connected_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET name = excluded.name, avatar_url = excluded.avatar_url,
-        last_connected_at = CASE
-          WHEN Users.last_connected_at IS NULL OR excluded.last_connected_at > Users.last_connected_at
-          THEN coalesce(excluded.last_connected_at, Users.last_connected_at)
-          ELSE Users.last_connected_at END
-      """,
-      [user.id, user.name, user.avatarURL, user.lastConnectedAt])
+    try db.execute(HotQuery.upsertUser.sql, [user.id, user.name, user.avatarURL, user.lastConnectedAt])
   }
 
   /// Records a contact's presence (the last time they were online).
@@ -79,9 +70,7 @@ public final class ChatRepository {
 
   /// A user by id.
   public func user(_ id: Int64) throws -> User? {
-    try database.cachedStatement(HotQuery.userByID.sql).first([id]) {
-      User(id: $0.int64(0), name: $0.string(1), avatarURL: $0.optionalString(2), lastConnectedAt: $0.optionalString(3))
-    }
+    try database.cachedStatement(HotQuery.userByID.sql).first([id]) { HotQuery.user($0) }
   }
 
   // MARK: - Sending
@@ -103,20 +92,13 @@ public final class ChatRepository {
           max(Timestamp.milliseconds(from: at) ?? 0, MessageID.representable.lowerBound),
           MessageID.representable.upperBound))
       guard
-        let requestID = try db.int64(
-          "UPDATE StoreInfo SET value = max(value + 1, ?) WHERE key = 'last_request_id' RETURNING value", [floor])
+        let requestID = try db.int64(StoreInfoSQL.nextRequestID, [floor])
       else { throw StoreError(.schemaMismatch, "\(db.path): StoreInfo has no last_request_id", path: db.path) }
       let request = MessageRequest(
         requestID: requestID, toUserID: recipient, content: content, status: .pending, createdAt: at,
         lastModifiedAt: at, failCount: 0, nextAttemptAt: at)
       do {
-        try db.execute(
-          """
-          INSERT INTO MessageRequests (request_id, to_user_id, content, status, created_at, last_modified_at,
-            last_sent_at, fail_count, next_attempt_at, fail_reason)
-          VALUES (?, ?, ?, 'PENDING', ?, ?, NULL, 0, ?, NULL)
-          """,
-          [requestID, recipient, content, at, at, at])
+        try db.execute(HotQuery.insertRequest.sql, [requestID, recipient, content, at])
       } catch let error as SQLiteError where error.extendedCode == SQLiteError.ResultCode.constraintForeignKey {
         throw StoreError(.badInput, "user \(recipient) is not a contact in \(db.path)", path: db.path)
       }
@@ -130,7 +112,7 @@ public final class ChatRepository {
   public func dueRequests(at date: Date? = nil, maxAttempts: Int = 10, limit: Int = 100) throws -> [MessageRequest] {
     let at = Timestamp.string(date ?? now())
     return try database.read { db in
-      try db.query(HotQuery.dueRequests.sql, [at, maxAttempts, limit], Self.request)
+      try db.query(HotQuery.dueRequests.sql, [at, maxAttempts, limit], HotQuery.request)
     }
   }
 
@@ -184,7 +166,7 @@ public final class ChatRepository {
   /// A request by id.
   public func request(_ requestID: Int64) throws -> MessageRequest? {
     try database.cachedStatement(HotQuery.requestByID.sql)
-      .first([requestID], Self.request)
+      .first([requestID], HotQuery.request)
   }
 
   // MARK: - Receiving
@@ -216,8 +198,7 @@ public final class ChatRepository {
         try db.execute(HotQuery.deleteRequest.sql, [requestID])
       } else if message.fromUserID != ownerID && message.status == .synced {
         // Acknowledged to the relay until it confirms, whatever the status becomes here.
-        try db.cachedStatement("INSERT OR IGNORE INTO PendingDeliveryAcks (message_id) VALUES (?)").execute([message.id]
-        )
+        try db.execute(HotQuery.rememberDeliveryAck.sql, [message.id])
       }
     }
   }
@@ -240,26 +221,21 @@ public final class ChatRepository {
     if message.fromUserID == ownerID {
       // Receipts that came before the message itself.
       let conversation = message.toUserID
-      if let marks = try db.cachedStatement(
-        "SELECT delivered_up_to, read_up_to FROM ConversationReceipts WHERE conversation_id = ?"
-      ).first([conversation], { ($0.int64(0), $0.int64(1)) }) {
-        if marks.1 >= message.id { status = .read } else if marks.0 >= message.id { status = max(status, .delivered) }
+      if let marks = try db.cachedStatement(HotQuery.receiptMarks.sql).first([conversation], HotQuery.marks) {
+        if marks.read >= message.id {
+          status = .read
+        } else if marks.delivered >= message.id {
+          status = max(status, .delivered)
+        }
       }
-      if let early = try db.string("DELETE FROM EarlyReceipts WHERE message_id = ? RETURNING status", [message.id]),
+      if let early = try db.string(HotQuery.takeEarlyReceipt.sql, [message.id]),
         let earlyStatus = MessageStatus(rawValue: early)
       {
         status = max(status, earlyStatus)
       }
     }
     try db.execute(
-      """
-      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-      ON CONFLICT (id) DO UPDATE SET
-        status = CASE WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("Messages.status"))
-          THEN excluded.status ELSE Messages.status END,
-        request_id = coalesce(Messages.request_id, excluded.request_id)
-      """,
+      HotQuery.storeMessage.sql,
       [
         message.id, message.fromUserID, message.toUserID, message.content, status.rawValue,
         message.createdAt, message.conversationID(owner: ownerID), message.requestID,
@@ -280,13 +256,7 @@ public final class ChatRepository {
     try db.execute(HotQuery.statusOfMessage(status).sql, [id, status.rawValue])
     if db.changes > 0 { return true }
     if try db.int64(HotQuery.messageExists.sql, [id]) == nil {
-      try db.execute(
-        """
-        INSERT INTO EarlyReceipts (message_id, status) VALUES (?1, ?2)
-        ON CONFLICT (message_id) DO UPDATE SET status = CASE
-          WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("EarlyReceipts.status"))
-          THEN excluded.status ELSE EarlyReceipts.status END
-        """, [id, status.rawValue])
+      try db.execute(HotQuery.keepEarlyReceipt.sql, [id, status.rawValue])
     }
     return false
   }
@@ -303,12 +273,7 @@ public final class ChatRepository {
   func apply(_ status: MessageStatus, upTo id: Int64, inConversation conversation: Int64, _ db: Database) throws -> Int
   {
     guard status > .synced else { return 0 }
-    let column = status == .read ? "read_up_to" : "delivered_up_to"
-    try db.execute(
-      """
-      INSERT INTO ConversationReceipts (conversation_id, \(column)) VALUES (?1, ?2)
-      ON CONFLICT (conversation_id) DO UPDATE SET \(column) = max(\(column), excluded.\(column))
-      """, [conversation, id])
+    try db.execute(HotQuery.raiseReceiptMark(status).sql, [conversation, id])
     try db.execute(HotQuery.statusUpTo(status).sql, [conversation, id])
     return db.changes
   }
@@ -320,7 +285,8 @@ public final class ChatRepository {
     try database.write { db in
       var highest: Int64?
       try db.cachedStatement(HotQuery.markConversationRead.sql).forEachRow([conversation]) {
-        highest = max(highest ?? $0.int64(0), $0.int64(0))
+        let id = HotQuery.messageID($0)
+        highest = max(highest ?? id, id)
       }
       return highest
     }
@@ -341,36 +307,9 @@ public final class ChatRepository {
     var list: [ConversationPreview] = []
     list.reserveCapacity(min(max(limit, 0), 1_000))
     try database.cachedStatement(HotQuery.conversationList.sql).forEachRow([limit]) { row in
-      let contact = User(
-        id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
-      let message =
-        row.isNull(4)
-        ? nil
-        : Message(
-          id: row.int64(4), fromUserID: row.int64(5), toUserID: row.int64(6), content: row.string(7),
-          status: row.withUTF8(8, MessageStatus.init(utf8:)) ?? .synced, createdAt: row.string(9),
-          requestID: row.optionalInt64(10))
-      let request = row.isNull(11) ? nil : Self.request(row, offset: 11)
-      // The activity time is one of the two times just read: share its storage.
-      let lastActivity = row.withUTF8(22) { bytes in
-        if let time = message?.createdAt, Self.equal(time, bytes) { return time }
-        if let time = request?.createdAt, Self.equal(time, bytes) { return time }
-        return String(decoding: bytes, as: UTF8.self)
-      }
-      list.append(
-        ConversationPreview(
-          contact: contact, lastMessage: message, lastRequest: request, unreadCount: row.int(21),
-          lastActivityAt: lastActivity))
+      list.append(HotQuery.conversationPreview(row))
     }
     return list
-  }
-
-  /// Whether `text` is exactly these UTF-8 bytes.
-  private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard text.utf8.count == bytes.count else { return false }
-    guard let base = bytes.baseAddress else { return true }
-    var text = text
-    return text.withUTF8 { memcmp($0.baseAddress!, base, bytes.count) == 0 }
   }
 
   /// A page of a conversation's timeline, oldest first.
@@ -401,14 +340,14 @@ public final class ChatRepository {
     switch cursor.backwardStart {
     case .requests(let createdAt, let requestID):
       items += try db.query(HotQuery.requestsBefore.sql, [conversation, createdAt, requestID, limit + 1]) {
-        TimelineItem.request(Self.request($0))
+        TimelineItem.request(HotQuery.request($0))
       }
     case .messages(let id):
       messageBound = id
     }
     if items.count <= limit {
       items += try db.query(HotQuery.messagesBefore.sql, [conversation, messageBound, limit + 1 - items.count]) {
-        TimelineItem.message(Self.message($0))
+        TimelineItem.message(HotQuery.message($0))
       }
     }
     let hasOlder = items.count > limit
@@ -426,7 +365,7 @@ public final class ChatRepository {
     var requestBound = ("", Int64.min)
     if case .message(let id) = cursor {
       items += try db.query(HotQuery.messagesAfter.sql, [conversation, id, limit + 1]) {
-        TimelineItem.message(Self.message($0))
+        TimelineItem.message(HotQuery.message($0))
       }
     } else if case .request(let createdAt, let requestID) = cursor {
       requestBound = (createdAt, requestID)
@@ -434,7 +373,7 @@ public final class ChatRepository {
     if items.count <= limit {
       items += try db.query(
         HotQuery.requestsAfter.sql, [conversation, requestBound.0, requestBound.1, limit + 1 - items.count]
-      ) { TimelineItem.request(Self.request($0)) }
+      ) { TimelineItem.request(HotQuery.request($0)) }
     }
     let hasNewer = items.count > limit
     items = Array(items.prefix(limit))
@@ -444,25 +383,6 @@ public final class ChatRepository {
 
   private func hasItems(after cursor: TimelineCursor, conversation: Int64, _ db: Database) throws -> Bool {
     try !page(after: cursor, conversation: conversation, limit: 1, db).items.isEmpty
-  }
-
-  // MARK: - Row mapping
-
-  static func message(_ row: Row) -> Message {
-    Message(
-      id: row.int64(0), fromUserID: row.int64(1), toUserID: row.int64(2), content: row.string(3),
-      status: MessageStatus(rawValue: row.string(4)) ?? .synced, createdAt: row.string(5),
-      requestID: row.optionalInt64(6))
-  }
-
-  static func request(_ row: Row) -> MessageRequest { request(row, offset: 0) }
-
-  static func request(_ row: Row, offset o: Int32) -> MessageRequest {
-    MessageRequest(
-      requestID: row.int64(o), toUserID: row.int64(o + 1), content: row.string(o + 2),
-      status: MessageRequestStatus(rawValue: row.string(o + 3)) ?? .pending, createdAt: row.string(o + 4),
-      lastModifiedAt: row.string(o + 5), lastSentAt: row.optionalString(o + 6), failCount: row.int(o + 7),
-      nextAttemptAt: row.optionalString(o + 8), failReason: row.optionalString(o + 9))
   }
 }
 

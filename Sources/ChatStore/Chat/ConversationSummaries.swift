@@ -10,11 +10,11 @@
 ///
 /// ```swift
 /// let summaries = try ConversationSummaryUpkeep(database: db)
-/// try db.execute("BEGIN IMMEDIATE")
+/// try db.beginTransaction(.immediate)
 /// // … insert messages, then for each one inserted:
 /// summaries.inserted(conversation: 2, id: 123, createdAt: "2026-01-01T00:00:00.000Z", unread: true)
 /// try summaries.apply()
-/// try db.execute("COMMIT")
+/// try db.commit()
 /// ```
 /// The changes it makes are the triggers' changes, in bulk: a new message merges
 /// into its conversation's summary (the newest id wins, unread counts add up); a

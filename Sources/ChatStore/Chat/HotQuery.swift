@@ -31,9 +31,8 @@ public struct HotQuery: Sendable, Hashable {
     self.setup = setup
   }
 
-  static let messageColumns = "id, from_user_id, to_user_id, content, status, created_at, request_id"
-  static let requestColumns =
-    "request_id, to_user_id, content, status, created_at, last_modified_at, last_sent_at, fail_count, next_attempt_at, fail_reason"
+  static let messageColumns = Columns.message.list()
+  static let requestColumns = Columns.request.list()
   static let visibleRequests = "status IN ('PENDING', 'SENT', 'FAILED')"
   static let sample = "2026-01-01T00:00:00.000Z"
 
@@ -89,11 +88,7 @@ public struct HotQuery: Sendable, Hashable {
   public static let conversationList = HotQuery(
     name: "conversation list",
     sql: """
-      SELECT u.id, u.name, u.avatar_url, u.last_connected_at,
-        m.id, m.from_user_id, m.to_user_id, m.content, m.status, m.created_at, m.request_id,
-        r.request_id, r.to_user_id, r.content, r.status, r.created_at, r.last_modified_at, r.last_sent_at,
-        r.fail_count, r.next_attempt_at, r.fail_reason,
-        s.unread_count, s.last_activity
+      SELECT \(Columns.conversationPreview(unread: "s.unread_count", lastActivity: "s.last_activity"))
       FROM ConversationSummaries s
       CROSS JOIN Users u ON u.id = s.conversation_id
       LEFT JOIN Messages m ON m.id = s.last_message_id
@@ -110,13 +105,12 @@ public struct HotQuery: Sendable, Hashable {
   public static let conversationListFromTables = HotQuery(
     name: "conversation list from the tables (the summary's definition)",
     sql: """
-      SELECT u.id, u.name, u.avatar_url, u.last_connected_at,
-        m.id, m.from_user_id, m.to_user_id, m.content, m.status, m.created_at, m.request_id,
-        r.request_id, r.to_user_id, r.content, r.status, r.created_at, r.last_modified_at, r.last_sent_at,
-        r.fail_count, r.next_attempt_at, r.fail_reason,
-        (SELECT count(*) FROM Messages
-          WHERE conversation_id = u.id AND from_user_id = conversation_id AND status <> 'READ') AS unread,
-        max(coalesce(m.created_at, ''), coalesce(r.created_at, '')) AS last_activity
+      SELECT \(Columns.conversationPreview(
+        unread: """
+          (SELECT count(*) FROM Messages
+            WHERE conversation_id = u.id AND from_user_id = conversation_id AND status <> 'READ') AS unread
+          """,
+        lastActivity: "max(coalesce(m.created_at, ''), coalesce(r.created_at, '')) AS last_activity"))
       FROM Users u
       LEFT JOIN Messages m ON m.id = (SELECT max(id) FROM Messages WHERE conversation_id = u.id)
       LEFT JOIN MessageRequests r ON r.request_id = (
@@ -183,7 +177,7 @@ public struct HotQuery: Sendable, Hashable {
   /// A user by id.
   public static let userByID = HotQuery(
     name: "user by id",
-    sql: "SELECT id, name, avatar_url, last_connected_at FROM Users WHERE id = ?1",
+    sql: "SELECT \(Columns.user.list()) FROM Users WHERE id = ?1",
     sampleArguments: [.integer(2)], access: [.primaryKey])
 
   /// Records a contact's presence; never moves it back in time.
@@ -474,7 +468,7 @@ public struct HotQuery: Sendable, Hashable {
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, unreadInIDRange, summariesWithNewestInIDRange, messageCreatedAt,
     ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage)
-    + search
+    + search + sync
 }
 
 // MARK: - Plans

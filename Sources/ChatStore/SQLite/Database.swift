@@ -372,6 +372,19 @@ public final class Database {
   /// What a transaction's body decides.
   public enum TransactionCompletion: Sendable { case commit, rollback }
 
+  /// Opens a transaction that spans calls (a bulk writer's batch); end it with
+  /// `commit()` or `rollback()`. Prefer `inTransaction` when one closure holds it all.
+  public func beginTransaction(_ kind: TransactionKind = .immediate) throws {
+    try cachedStatement("BEGIN \(kind.rawValue) TRANSACTION").execute()
+  }
+
+  /// Commits the open transaction.
+  public func commit() throws { try cachedStatement("COMMIT TRANSACTION").execute() }
+
+  /// Rolls the open transaction back, if one is open; errors are ignored (a rollback
+  /// follows another error, which wins).
+  public func rollback() { rollbackIgnoringErrors() }
+
   /// Runs `body` in a transaction. A throw rolls back; the first error wins over one
   /// from the rollback.
   ///
@@ -380,7 +393,7 @@ public final class Database {
   public func inTransaction(_ kind: TransactionKind = .immediate, _ body: (Database) throws -> TransactionCompletion)
     throws
   {
-    try execute("BEGIN \(kind.rawValue) TRANSACTION")
+    try beginTransaction(kind)
     let completion: TransactionCompletion
     do {
       completion = try body(self)
@@ -390,13 +403,55 @@ public final class Database {
     }
     switch completion {
     case .commit:
-      do { try execute("COMMIT TRANSACTION") } catch {
+      do { try commit() } catch {
         rollbackIgnoringErrors()
         throw error
       }
     case .rollback:
       try execute("ROLLBACK TRANSACTION")
     }
+  }
+
+  /// One chunk of a long job that holds the write lock in short turns (`writeChunk`).
+  public struct Chunk<Value> {
+    /// What the body returned; nil when the deadline stopped it and it was rolled back.
+    public var value: Value?
+    /// Milliseconds spent waiting for the write lock (another writer held it).
+    public var waitedMillis: Double
+    /// Milliseconds the write lock was held, to the end of the commit or rollback.
+    public var heldMillis: Double
+  }
+
+  /// Runs `body` in one `BEGIN IMMEDIATE … COMMIT` for a job that must not hold the
+  /// write lock long (eviction, merges): with `stopAfter`, a body still running after
+  /// that many milliseconds is stopped and rolled back (`interrupt(after:checkingEvery:)`)
+  /// and the chunk comes back without a value, for the caller to redo smaller. Any other
+  /// error rolls back and is thrown.
+  public func writeChunk<Value>(
+    stopAfter millis: Double?, checkingEvery instructions: Int32 = 1_000, _ body: (Database) throws -> Value
+  ) throws -> Chunk<Value> {
+    func elapsed(since start: UInt64) -> Double { Double(Self.monotonicNanoseconds() - start) / 1e6 }
+    let asked = Self.monotonicNanoseconds()
+    try beginTransaction(.immediate)
+    let locked = Self.monotonicNanoseconds()
+    let waited = Double(locked - asked) / 1e6
+    let value: Value
+    do {
+      if let millis { interrupt(after: millis, checkingEvery: instructions) }
+      defer { if millis != nil { interrupt(after: nil) } }
+      value = try body(self)
+    } catch {
+      rollbackIgnoringErrors()
+      if millis != nil, let error = error as? SQLiteError, error.code == SQLiteError.ResultCode.interrupt {
+        return Chunk(value: nil, waitedMillis: waited, heldMillis: elapsed(since: locked))
+      }
+      throw error
+    }
+    do { try commit() } catch {
+      rollbackIgnoringErrors()
+      throw error
+    }
+    return Chunk(value: value, waitedMillis: waited, heldMillis: elapsed(since: locked))
   }
 
   /// Runs `body` in a transaction and returns its value; commits unless it throws.
@@ -422,20 +477,37 @@ public final class Database {
   /// Runs `body` inside a savepoint, which nests inside a transaction.
   /// See <https://sqlite.org/lang_savepoint.html>.
   public func inSavepoint(_ body: (Database) throws -> TransactionCompletion) throws {
-    let name = "chatdb_savepoint"
-    try execute("SAVEPOINT \(name)")
+    try savepoint { db in ((), try body(db)) }
+  }
+
+  /// Runs `body` inside a savepoint and returns its value: a throw undoes its writes
+  /// only (the enclosing transaction stays open) and is rethrown.
+  @discardableResult
+  public func withSavepoint<T>(_ body: (Database) throws -> T) throws -> T {
+    try savepoint { db in (try body(db), .commit) }
+  }
+
+  private func savepoint<T>(_ body: (Database) throws -> (T, TransactionCompletion)) throws -> T {
+    try cachedStatement("SAVEPOINT chatdb_savepoint").execute()
+    let value: T
+    let completion: TransactionCompletion
     do {
-      switch try body(self) {
-      case .commit: try execute("RELEASE SAVEPOINT \(name)")
-      case .rollback:
-        try execute("ROLLBACK TO SAVEPOINT \(name)")
-        try execute("RELEASE SAVEPOINT \(name)")
-      }
+      (value, completion) = try body(self)
     } catch {
-      try? execute("ROLLBACK TO SAVEPOINT \(name)")
-      try? execute("RELEASE SAVEPOINT \(name)")
+      if isInTransaction { rollBackSavepoint() }
       throw error
     }
+    if completion == .rollback {
+      rollBackSavepoint()
+    } else {
+      try cachedStatement("RELEASE SAVEPOINT chatdb_savepoint").execute()
+    }
+    return value
+  }
+
+  private func rollBackSavepoint() {
+    try? cachedStatement("ROLLBACK TO SAVEPOINT chatdb_savepoint").execute()
+    try? cachedStatement("RELEASE SAVEPOINT chatdb_savepoint").execute()
   }
 
   private func rollbackIgnoringErrors() {

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 /// The temporary-then-rename output file behind `chatdb export`.
-@Suite struct OutputFileTests {
+@Suite(.ownThreads) struct OutputFileTests {
   static func write(_ text: String, to file: OutputFile) {
     let bytes = Array(text.utf8)
     #expect(bytes.withUnsafeBytes { Glibc.write(file.fileDescriptor, $0.baseAddress, $0.count) } == bytes.count)

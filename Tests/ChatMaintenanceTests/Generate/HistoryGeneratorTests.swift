@@ -1,9 +1,10 @@
 import ChatStore
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
-@Suite struct HistoryGeneratorDeterminismTests {
+@Suite(.ownThreads) struct HistoryGeneratorDeterminismTests {
   @Test func sameOptionsGiveTheSameRecords() {
     let options = HistoryGenerator.Options(owner: 1, contacts: 30, messages: 20_000, seed: 11)
     let first = GeneratedHistory(options).records
@@ -79,7 +80,7 @@ import Testing
   }
 }
 
-@Suite struct HistoryGeneratorCountTests {
+@Suite(.ownThreads) struct HistoryGeneratorCountTests {
   @Test(arguments: [
     // contacts, messages, pending, failed
     (1, 0, 0, 0),
@@ -145,7 +146,7 @@ import Testing
   }
 }
 
-@Suite struct HistoryGeneratorMessageTests {
+@Suite(.ownThreads) struct HistoryGeneratorMessageTests {
   @Test func idsRiseAndMatchTheirTimes() {
     let history = GeneratedHistory.medium
     var previous = Int64.min
@@ -285,7 +286,7 @@ import Testing
   }
 }
 
-@Suite struct HistoryGeneratorStatusTests {
+@Suite(.ownThreads) struct HistoryGeneratorStatusTests {
   static let day: Int64 = 86_400_000
 
   /// The owner's messages of a conversation go READ…, DELIVERED…, SYNCED… in id order;
@@ -383,7 +384,7 @@ import Testing
   }
 }
 
-@Suite struct HistoryGeneratorUserTests {
+@Suite(.ownThreads) struct HistoryGeneratorUserTests {
   @Test func usersHaveNamesAvatarsAndLastSeenTimes() throws {
     let history = GeneratedHistory(contacts: 300, messages: 10_000)
     let users = history.users

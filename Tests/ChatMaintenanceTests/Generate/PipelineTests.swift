@@ -1,10 +1,11 @@
 import ChatStore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
-@Suite struct PipelineTests {
+@Suite(.ownThreads) struct PipelineTests {
   /// Every record arrives, in order, across more blocks than the pipe holds at once.
   @Test func recordsArriveInOrder() throws {
     let options = HistoryGenerator.Options(owner: 1, contacts: 30, messages: 20_000, seed: 11)

@@ -1,10 +1,11 @@
 import ChatMaintenance
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 /// Library-level tests of the index tools, `check` and vacuum on generated files.
-@Suite struct Health {
+@Suite(.ownThreads) struct Health {
   /// A closed, generated `chats-1.db` (3,000 messages, a few outbox requests) in a fresh folder.
   static func generatedFile() throws -> (HistoryFolder, String) {
     let folder = try HistoryFolder()
@@ -17,7 +18,7 @@ import Testing
 
   static func names(_ checks: [HotQueryCheck]) -> Set<String> { Set(checks.filter { !$0.isOK }.map(\.name)) }
 
-  @Suite struct Indexes {
+  @Suite(.ownThreads) struct Indexes {
     @Test func verifyPassesDropFailsApplyRestores() throws {
       let (folder, path) = try Health.generatedFile()
       _ = folder
@@ -120,7 +121,7 @@ import Testing
     }
   }
 
-  @Suite struct Check {
+  @Suite(.ownThreads) struct Check {
     @Test func generatedFileIsClean() throws {
       let (folder, path) = try Health.generatedFile()
       _ = folder
@@ -285,7 +286,7 @@ import Testing
 
   /// Seed-era files (tables, no version) that differ from the seed's schema in small
   /// ways: `migrate` adopts exactly those that `check` finds clean once migrated.
-  @Suite struct Adoption {
+  @Suite(.ownThreads) struct Adoption {
     struct Variant: Sendable, CustomStringConvertible {
       var description: String
       /// The schema, from the seed's SQL.
@@ -370,7 +371,7 @@ import Testing
     }
   }
 
-  @Suite struct Vacuuming {
+  @Suite(.ownThreads) struct Vacuuming {
     @Test func vacuumShrinksAfterDeletes() throws {
       let (folder, path) = try Health.generatedFile()
       _ = folder

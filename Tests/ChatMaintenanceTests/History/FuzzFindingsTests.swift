@@ -1,11 +1,12 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
 /// Inputs the `records` fuzz target (Fuzz/Records.swift) found crashing, kept as tests.
-@Suite struct RecordFuzzFindings {
+@Suite(.ownThreads) struct RecordFuzzFindings {
   static let header =
     #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
   /// Counts that each fit an Int64 but whose sum does not: `HistoryTrailer.total` trapped.

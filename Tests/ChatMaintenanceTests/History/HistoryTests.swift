@@ -1,9 +1,10 @@
 import ChatMaintenance
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
-@Suite struct HistoryRoundTripTests {
+@Suite(.ownThreads) struct HistoryRoundTripTests {
   @Test func exportThenImportIntoAnEmptyFileGivesTheSameRows() throws {
     let folder = try HistoryFolder()
     let source = try folder.database()
@@ -66,7 +67,7 @@ import Testing
   }
 }
 
-@Suite struct BadInputTests {
+@Suite(.ownThreads) struct BadInputTests {
   static let cases: [(String, String, String)] = [
     ("not JSON", "hello", ":3: expected '{'"),
     ("missing type", #"{"id":1}"#, ":3: missing field 'type'"),
@@ -274,7 +275,7 @@ import Testing
   }
 }
 
-@Suite struct DamagedExportTests {
+@Suite(.ownThreads) struct DamagedExportTests {
   func export(_ folder: HistoryFolder) throws -> (String, [UInt8]) {
     let db = try folder.database()
     try fill(db, messages: 5_000)
@@ -334,7 +335,7 @@ import Testing
   }
 }
 
-@Suite struct JSONEscapeTests {
+@Suite(.ownThreads) struct JSONEscapeTests {
   /// A character that must be escaped, at every position of a 20-byte string (so on both
   /// sides of the eight-byte fast path), comes out escaped and nothing else changes.
   @Test(arguments: ["\"", "\\", "\n", "\u{1}", "\u{1F}"])
@@ -354,7 +355,7 @@ import Testing
   }
 }
 
-@Suite struct JSONIntegerTests {
+@Suite(.ownThreads) struct JSONIntegerTests {
   @Test(
     arguments: [0, 1, 9, 10, 99, 100, 101, 12_345, -1, -10, -100, Int64.max, Int64.min, 111_400_000_000_000_000]
       as [Int64])

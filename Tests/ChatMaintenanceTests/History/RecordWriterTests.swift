@@ -1,12 +1,13 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
 /// The header is never a skippable record; import and generate leave their caller's
 /// connection as they found it; generating over another seed's file is a data conflict.
-@Suite struct RecordWriterTests {
+@Suite(.ownThreads) struct RecordWriterTests {
   static let goodHeader =
     #"{"type":"header","format":"chatdb-history","version":1,"schemaVersion":3,"userId":1,"exportedAt":"x","filters":{}}"#
 

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -10,7 +11,7 @@ import Testing
 /// outbox's state changes, placeholder users), import, generate, evict with several
 /// policies, and another program's raw SQL (inserts, OR REPLACE, OR IGNORE, upserts,
 /// updates of any column, deletes, rolled-back transactions, foreign keys off).
-@Suite struct ConversationSummaryPropertyTests {
+@Suite(.ownThreads) struct ConversationSummaryPropertyTests {
   /// The conversation list as `HotQuery.conversationList` read it before migration
   /// 0004, verbatim (the visible statuses spelled out): the oracle.
   static let oracle = """

@@ -1,12 +1,13 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
 /// Every read-only path of the maintenance library leaves the user's folder exactly as
 /// it found it: a look at a file never leaves a `-wal` or `-shm` behind.
-@Suite struct ReadOnlyFootprint {
+@Suite(.ownThreads) struct ReadOnlyFootprint {
   /// One read-only piece of work on a closed, current file.
   struct Reader: Sendable, CustomTestStringConvertible {
     var name: String
@@ -82,7 +83,7 @@ import Testing
 }
 
 /// A read that fails is reported as a failed read, never as a failed write.
-@Suite struct FailedReads {
+@Suite(.ownThreads) struct FailedReads {
   /// A file with chatdb's version and tables, but a `Messages` without `content` and no
   /// `MessageRequests`: every query that reads them fails with a plain SQL error.
   static func malformedFile(in folder: HistoryFolder) throws -> String {

@@ -1,11 +1,12 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
 /// `StorageReport.reclaimableBytes` against what `VACUUM INTO` really saves.
-@Suite struct Reclaimable {
+@Suite(.ownThreads) struct Reclaimable {
   /// The file's size minus the size of a `VACUUM INTO` copy, with no connection open.
   static func vacuumSaving(_ path: String, in folder: HistoryFolder) throws -> Int64 {
     let copy = folder.file("vacuumed-\(UUID().uuidString).db")

@@ -1,11 +1,12 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
 
 /// Usage reports, eviction plans and their execution on generated histories.
-@Suite struct Storage {
+@Suite(.ownThreads) struct Storage {
   /// Generated histories end at 2026-01-01; ages are measured from there.
   static let now = Date(timeIntervalSince1970: Double(HistoryGenerator.defaultEnd) / 1000)
 

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 extension Streams {
-  @Suite struct LineReaderTests {
+  @Suite(.ownThreads) struct LineReaderTests {
     /// Splits the way the reader promises to, by a different route, to compare against.
     /// (By UTF-8 bytes: as Characters, "\r\n" is one grapheme and would not split on "\n".)
     static func expectedLines(_ text: String) -> [String] {

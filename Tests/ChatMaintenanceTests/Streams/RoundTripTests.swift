@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 extension Streams {
-  @Suite struct RoundTripTests {
+  @Suite(.ownThreads) struct RoundTripTests {
     @Test(arguments: Codec.all, Sample.allCases)
     func linesComeBackAsWritten(codec: Codec, sample: Sample) throws {
       try withScratchFolder { folder in

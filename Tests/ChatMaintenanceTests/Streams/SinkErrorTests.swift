@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 extension Streams {
-  @Suite struct SinkErrorTests {
+  @Suite(.ownThreads) struct SinkErrorTests {
     @Test(arguments: [Codec.plain, .zstd(level: 3, workers: 0), .zstd(level: 3, workers: 2)])
     func aFullDiskIsDiskSpaceNamingTheSink(codec: Codec) throws {
       let fileDescriptor = open("/dev/full", O_WRONLY | O_CLOEXEC)

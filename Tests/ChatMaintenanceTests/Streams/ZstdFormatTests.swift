@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatMaintenance
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 extension Streams {
-  @Suite struct ZstdFormatTests {
+  @Suite(.ownThreads) struct ZstdFormatTests {
     // MARK: - What ZstdSink writes
 
     @Test(arguments: Codec.zstdCases)

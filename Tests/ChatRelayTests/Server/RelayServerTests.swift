@@ -1,13 +1,14 @@
 import ChatRelay
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
   import FoundationNetworking
 #endif
 
-@Suite struct RelayServerTests {
+@Suite(.ownThreads) struct RelayServerTests {
   private static func session() -> URLSession {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.timeoutIntervalForRequest = 10

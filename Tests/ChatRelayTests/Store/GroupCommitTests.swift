@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatRelay
@@ -8,7 +9,7 @@ import Testing
 /// transaction commit or vanish together and a failed call inside leaves nothing; a
 /// remembered token is forgotten when another connection rotates it; the plain-body
 /// parser reads exactly what JSONDecoder reads.
-struct GroupCommitTests {
+@Suite(.ownThreads) struct GroupCommitTests {
   @Test func groupedCallsAreInvisibleToOthersUntilTheCommitAndAFailedCallLeavesNothing() throws {
     try withRelay { store, path, _ in
       store.groupsCalls = true

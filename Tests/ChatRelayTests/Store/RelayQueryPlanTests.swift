@@ -1,11 +1,12 @@
 import ChatStore
+import TestSupport
 import Testing
 
 @testable import ChatRelay
 
 /// Every by-key statement of `RelayQuery` reaches its rows by an index or a primary
 /// key: a `SCAN` in its plan would make the relay slow down as relay.db grows.
-@Suite struct RelayQueryPlanTests {
+@Suite(.ownThreads) struct RelayQueryPlanTests {
   @Test(arguments: RelayQuery.all.map(\.name))
   func planUsesAnIndex(_ name: String) throws {
     let sql = try #require(RelayQuery.all.first { $0.name == name }?.sql)

@@ -1,5 +1,6 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatRelay
@@ -51,7 +52,7 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
   }
 }
 
-@Suite struct RelayStoreTests {
+@Suite(.ownThreads) struct RelayStoreTests {
   // MARK: - File and schema
 
   @Test func newFileIsMarkedAndVersioned() throws {

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct SendAndAcknowledgeTests {
+@Suite(.ownThreads) struct SendAndAcknowledgeTests {
   @Test func sendStoresAPendingRequestThatShowsAtOnce() throws {
     let f = try ChatFixture()
     let request = try f.chats.send(to: 2, content: "Hello 👋")
@@ -76,7 +77,7 @@ import Testing
   }
 }
 
-@Suite struct OutboxTests {
+@Suite(.ownThreads) struct OutboxTests {
   @Test func dueRequestsFollowTheirSchedule() throws {
     let f = try ChatFixture()
     let a = try f.chats.send(to: 2, content: "a")
@@ -144,7 +145,7 @@ import Testing
   }
 }
 
-@Suite struct StatusTransitionTests {
+@Suite(.ownThreads) struct StatusTransitionTests {
   static let all = MessageStatus.allCases
 
   /// Every (stored, event) pair: the result is the later of the two, never earlier.
@@ -196,7 +197,7 @@ import Testing
   }
 }
 
-@Suite struct ReadAndUnreadTests {
+@Suite(.ownThreads) struct ReadAndUnreadTests {
   @Test func markReadReturnsTheHighestIDAndClearsTheCount() throws {
     let f = try ChatFixture()
     try f.chats.receive([
@@ -215,10 +216,10 @@ import Testing
 
 /// `unacknowledgedIncoming` (what chat-sync acknowledges on every connect) lists the
 /// incoming messages whose delivery the relay has not confirmed, whatever their status.
-@Suite struct UnacknowledgedIncomingTests {
+@Suite(.ownThreads) struct UnacknowledgedIncomingTests {
   @Test func theListIsReadByPrimaryKey() throws {
     let f = try ChatFixture()
-    let plan = try f.chats.database.prepare("EXPLAIN QUERY PLAN " + ChatRepository.unacknowledgedSQL).map([
+    let plan = try f.chats.database.prepare("EXPLAIN QUERY PLAN " + HotQuery.unconfirmedDeliveryAcks.sql).map([
       Int64(0), Int64(500),
     ]) {
       $0.string(3)
@@ -264,7 +265,7 @@ import Testing
   }
 }
 
-@Suite struct ConversationListTests {
+@Suite(.ownThreads) struct ConversationListTests {
   @Test func orderedByLastActivityWithPendingRequestsCounting() throws {
     let f = try ChatFixture()
     try f.chats.receive(f.incoming(f.relayID(1_000), from: 2, "old"))

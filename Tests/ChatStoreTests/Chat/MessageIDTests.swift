@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
 /// `MessageID.make` covers its whole range exactly and refuses what lies outside it.
-@Suite struct MessageIDTests {
+@Suite(.ownThreads) struct MessageIDTests {
   @Test(
     arguments: [
       (MessageID.epochMilliseconds, 0), (MessageID.epochMilliseconds, 65_535), (1_767_225_600_000, 7),

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
@@ -15,7 +16,7 @@ struct SplitMix64: RandomNumberGenerator {
   }
 }
 
-@Suite struct HistoryPropertyTests {
+@Suite(.ownThreads) struct HistoryPropertyTests {
   /// What the network can do, in any order, any number of times.
   enum Event {
     case acknowledge(request: Int, message: Int64)
@@ -102,7 +103,7 @@ struct SplitMix64: RandomNumberGenerator {
   }
 }
 
-@Suite struct HotQueryPlanTests {
+@Suite(.ownThreads) struct HotQueryPlanTests {
   @Test func everyHotQueryUsesAnIndex() throws {
     let f = try ChatFixture()
     // Enough rows for ANALYZE to matter.

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
 /// `SearchIndexUpkeep.levels` and `nextMergeLevel` against what FTS5 itself does: the
 /// evictor decides from them when to merge its deletion markers.
-@Suite struct SearchIndexLevelsTests {
+@Suite(.ownThreads) struct SearchIndexLevelsTests {
   typealias Level = SearchIndexUpkeep.Level
 
   /// A fixture whose word index merges only when told, with `batches` transactions of

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
 /// `ChatRepository.search` against a brute-force scan of the same rows: the index must
 /// find exactly what reading every row finds, in the same order, page by page.
-@Suite struct SearchTests {
+@Suite(.ownThreads) struct SearchTests {
   /// What messages are made of: ASCII, accents (precomposed and combining), CJK with and
   /// without spaces, emoji, and FTS5 syntax.
   static let vocabulary = [

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct TimelineTests {
+@Suite(.ownThreads) struct TimelineTests {
   /// 23 messages in conversation 2 (and noise in 3), then 3 requests.
   func history() throws -> (ChatFixture, [TimelineItem]) {
     let f = try ChatFixture()

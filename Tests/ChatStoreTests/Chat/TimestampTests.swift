@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ChatStore
 
-@Suite struct TimestampTests {
+@Suite(.ownThreads) struct TimestampTests {
   @Test(arguments: [
     ("2025-12-31T10:00:00.1234Z", "2025-12-31T10:00:00.123Z"),
     ("2025-12-31T10:00:00.1Z", "2025-12-31T10:00:00.100Z"),
