@@ -48,13 +48,16 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
+    // The relay protocol's messages, users, events and errors (docs/protocol.md) as Codable
+    // types, shared by the relay and the client: the one place the wire's field names live.
+    .target(name: "ChatProtocol"),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
-    .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
+    .target(name: "ChatRelay", dependencies: ["ChatStore", "ChatProtocol", "CCrypto", "CWebSockets"]),
     // The sync client: Transport/ is HTTP and the WebSocket on libwebsockets' client (one
     // context and service thread), Engine/ the outbox, real-time events and cursor sync over
     // ChatRepository.
-    .target(name: "ChatSync", dependencies: ["ChatStore", "CWebSockets"]),
+    .target(name: "ChatSync", dependencies: ["ChatStore", "ChatProtocol", "CWebSockets"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
@@ -70,9 +73,13 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["ChatCLI", "ChatStore"]),
-    .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
+    .testTarget(name: "ChatProtocolTests", dependencies: ["ChatProtocol"]),
     .testTarget(
-      name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
+      name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatProtocol", "ChatStore", "chat-relay"],
+      exclude: ["interop"]),
+    .testTarget(
+      name: "ChatSyncTests",
+      dependencies: ["ChatSync", "ChatProtocol", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
     .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -1,6 +1,8 @@
+import ChatProtocol
+
 // MARK: - The POST /v1/messages body without JSONDecoder, when it is plain
 
-extension Relay.PostBody {
+extension MessagePost {
   /// The body when it is one plain JSON object of the four fields (integers in plain
   /// digits, strings, `createdAt` also `null`), each at most once, else nil: anything
   /// else, valid or not, goes to `JSONDecoder`, which gives the same value or the 400
@@ -21,7 +23,7 @@ private struct PlainJSONObjectParser {
 
   init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-  mutating func postBody() -> Relay.PostBody? {
+  mutating func postBody() -> MessagePost? {
     var requestId: Int64?
     var toUserId: Int64?
     var content: String?
@@ -67,7 +69,7 @@ private struct PlainJSONObjectParser {
     }
     skipSpace()
     guard index == bytes.count, let requestId, let toUserId, let content else { return nil }
-    return Relay.PostBody(requestId: requestId, toUserId: toUserId, content: content, createdAt: createdAt ?? nil)
+    return MessagePost(requestId: requestId, toUserId: toUserId, content: content, createdAt: createdAt ?? nil)
   }
 
   mutating func skipSpace() {
