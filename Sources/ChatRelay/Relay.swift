@@ -2,10 +2,6 @@ import ChatProtocol
 import ChatStore
 import Foundation
 
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
-
 /// The relay of `docs/protocol.md`: HTTP requests and socket events turned into
 /// `RelayStore` calls, and the events they cause sent to the sockets concerned.
 ///
@@ -23,7 +19,7 @@ public final class Relay: @unchecked Sendable {
   /// Injected faults (off unless `--faults`).
   let faults: Faults
   /// Where push notifications are also POSTed, if anywhere.
-  let pushWebhook: URL?
+  let pushWebhook: PushWebhook?
   /// The clock, in milliseconds since 1970 (tests move it).
   let now: @Sendable () -> Int64
   /// How long idempotency records outlive their messages, in milliseconds.
@@ -54,7 +50,8 @@ public final class Relay: @unchecked Sendable {
     var group: Int?
   }
 
-  /// Opens (or creates) the relay's database.
+  /// Opens (or creates) the relay's database. A `pushWebhook` that is not an `http://`
+  /// URL is refused (the relay's HTTP client speaks no TLS).
   public init(
     databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, idempotencyDays: Int = 7,
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -62,7 +59,7 @@ public final class Relay: @unchecked Sendable {
     store = try RelayStore(path: databasePath)
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
-    self.pushWebhook = pushWebhook
+    self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0) }
     self.now = now
   }
 
@@ -262,14 +259,9 @@ public final class Relay: @unchecked Sendable {
 
   private func notifyWebhook(_ message: RelayMessage, unread: Int64) {
     guard let pushWebhook else { return }
-    var request = URLRequest(url: pushWebhook)
-    request.httpMethod = "POST"
-    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    request.httpBody = Data(
-      WireJSON.encode(
-        PushNotice(
-          toUserId: message.toUserId, messageId: message.messageId, fromUserId: message.fromUserId, unread: unread)))
-    URLSession.shared.dataTask(with: request) { _, _, _ in }.resume()
+    pushWebhook.post(
+      PushNotice(
+        toUserId: message.toUserId, messageId: message.messageId, fromUserId: message.fromUserId, unread: unread))
   }
 
   // MARK: GET /v1/messages
