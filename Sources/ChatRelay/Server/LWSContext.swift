@@ -5,8 +5,9 @@ import LWSSupport
   import Glibc
 #endif
 
-/// Owns one `lws_context` and the C memory its creation info keeps pointing at
-/// (the protocol table, the interface name, the ping policy).
+/// Owns one `lws_context` and the memory its creation info keeps pointing at (the
+/// protocol table, the interface name, the ping policy, the user pointer's
+/// `LWSContextUser`).
 ///
 /// Destroyed explicitly (``destroy()``) on the service thread so that the close
 /// callbacks it triggers run there; `deinit` destroys it if nobody did.
