@@ -43,13 +43,20 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"]),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"]),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
+    // The relay protocol's messages, users, events and errors (docs/protocol.md) as Codable
+    // types, shared by the relay and the client: the one place the wire's field names live.
+    .target(name: "ChatProtocol"),
+    // The libwebsockets glue of the relay and the client: the context callback and wake
+    // handle both use, and the client context (one service thread) with its HTTP client and
+    // WebSockets, used by chat-sync and by the relay's push webhook.
+    .target(name: "LWSSupport", dependencies: ["ChatStore", "CWebSockets"]),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
-    .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
-    // The sync client: Transport/ is HTTP and the WebSocket on libwebsockets' client (one
-    // context and service thread), Engine/ the outbox, real-time events and cursor sync over
+    .target(name: "ChatRelay", dependencies: ["ChatStore", "ChatProtocol", "LWSSupport", "CCrypto", "CWebSockets"]),
+    // The sync client: Transport/ is HTTP and the WebSocket to the relay as values, the real
+    // ones on LWSSupport's client, Engine/ the outbox, real-time events and cursor sync over
     // ChatRepository.
-    .target(name: "ChatSync", dependencies: ["ChatStore", "CWebSockets"]),
+    .target(name: "ChatSync", dependencies: ["ChatStore", "ChatProtocol", "LWSSupport"]),
 
     // MARK: - Executables
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
@@ -67,12 +74,15 @@ let package = Package(
     .testTarget(name: "ChatStoreTests", dependencies: ["TestSupport", "ChatStore"]),
     .testTarget(name: "ChatMaintenanceTests", dependencies: ["TestSupport", "ChatMaintenance", "ChatStore"]),
     .testTarget(name: "ChatCLITests", dependencies: ["TestSupport", "ChatCLI", "ChatStore"]),
+    .testTarget(name: "ChatProtocolTests", dependencies: ["TestSupport", "ChatProtocol"]),
     .testTarget(
-      name: "ChatRelayTests", dependencies: ["TestSupport", "ChatRelay", "ChatStore", "chat-relay"],
+      name: "ChatRelayTests", dependencies: ["TestSupport", "ChatRelay", "ChatProtocol", "ChatStore", "chat-relay"],
       exclude: ["interop"]),
     .testTarget(
       name: "ChatSyncTests",
-      dependencies: ["TestSupport", "ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
+      dependencies: [
+        "TestSupport", "ChatSync", "ChatProtocol", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb",
+      ]),
     .testTarget(name: "chatdbTests", dependencies: ["TestSupport", "chatdb", "ChatStore", "ChatCLI"]),
   ]
 )

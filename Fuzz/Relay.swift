@@ -10,6 +10,7 @@
 // with a JSON body; the fast POST body parser agrees with JSONDecoder whenever it
 // accepts a body.
 
+import ChatProtocol
 import ChatStore
 import Foundation
 
@@ -61,8 +62,8 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// The fast parser of POST bodies and JSONDecoder: when the first accepts a body, the
 /// second must read the same four fields from it.
 private func checkPostBody(_ body: [UInt8]) {
-  guard let plain = Relay.PostBody.parsePlain(body) else { return }
-  let decoded: Relay.PostBody
+  guard let plain = MessagePost.parsePlain(body) else { return }
+  let decoded: MessagePost
   do { decoded = try decode(body) } catch {
     require(
       false, "parsePlain accepted a body JSONDecoder refuses (\(error)): \(String(decoding: body, as: UTF8.self))")

@@ -11,6 +11,7 @@
 // unauthorized, 429/5xx/408 retryable with Retry-After within 0…3600 s, 201 accepted
 // only with the message it carries); what decodes is stored or refused, never a trap.
 
+import ChatProtocol
 import ChatStore
 import Foundation
 
@@ -80,7 +81,7 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(reply.status == 429 && after >= 0 && after <= 3_600, "retry after \(after) s for \(reply.status)")
       }
     case (200, .accepted(let message, _)), (201, .accepted(let message, _)):
-      let answer = try? JSONDecoder().decode(PostAnswer.self, from: Data(reply.body))
+      let answer = try? WireJSON.decode(MessagePostAnswer.self, from: reply.body)
       require(
         answer?.message.messageId == message.id,
         "accepted \(message) from \(String(decoding: reply.body, as: UTF8.self))")
@@ -93,14 +94,14 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
   default:
     let reply = HTTPReply(status: 200, body: Array(bytes[1...]))
-    if let page: WirePage = try? RelayAPI.decode(reply, "GET /v1/messages") {
+    if let page: MessagesPage = try? RelayAPI.decode(reply, "GET /v1/messages") {
       let messages = page.messages.map(\.model)
       // As SyncEngine.store: stand-in profiles for unknown contacts, then one transaction.
       let contacts = (try? repository.unknownUsers(messages.map { $0.conversationID(owner: 1) })) ?? []
       _ = try? repository.receive(
         messages, users: contacts.map { User(id: $0, name: "user \($0)") }, messageCursor: messages.last?.id)
     }
-    if let list: WireUsers = try? RelayAPI.decode(reply, "GET /v1/users") {
+    if let list: UserList = try? RelayAPI.decode(reply, "GET /v1/users") {
       for user in list.users { _ = try? repository.upsert(user.model) }
     }
   }

@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 
 /// An error answered to a client: an HTTP status and the JSON body of
@@ -54,9 +55,7 @@ struct APIError: Error {
   }
 
   var response: HTTPResponse {
-    var error: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
-    if let field { error["field"] = .string(field) }
-    var response = HTTPResponse.json(status, ["error": .object(error)])
+    var response = HTTPResponse.wire(status, ErrorBody(error: .init(code: code, message: message, field: field)))
     response.headers += headers
     return response
   }

@@ -1,6 +1,9 @@
+import ChatProtocol
+import ChatStore
+
 // MARK: - The POST /v1/messages body without JSONDecoder, when it is plain
 
-extension Relay.PostBody {
+extension MessagePost {
   /// The body when it is one plain JSON object of the four fields (integers in plain
   /// digits, strings, `createdAt` also `null`), each at most once, else nil: anything
   /// else, valid or not, goes to `JSONDecoder`, which gives the same value or the 400
@@ -21,7 +24,7 @@ private struct PlainJSONObjectParser {
 
   init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-  mutating func postBody() -> Relay.PostBody? {
+  mutating func postBody() -> MessagePost? {
     var requestId: Int64?
     var toUserId: Int64?
     var content: String?
@@ -67,7 +70,7 @@ private struct PlainJSONObjectParser {
     }
     skipSpace()
     guard index == bytes.count, let requestId, let toUserId, let content else { return nil }
-    return Relay.PostBody(requestId: requestId, toUserId: toUserId, content: content, createdAt: createdAt ?? nil)
+    return MessagePost(requestId: requestId, toUserId: toUserId, content: content, createdAt: createdAt ?? nil)
   }
 
   mutating func skipSpace() {
@@ -128,62 +131,13 @@ private struct PlainJSONObjectParser {
       index += 1
       return text
     }
+    // An escape (or a control character, refused): the shared unescaper reads the rest.
     var out = Array(bytes[start..<index])
-    while index < bytes.count {
-      let byte = bytes[index]
-      index += 1
-      switch byte {
-      case UInt8(ascii: "\""):
-        return String(validating: out, as: UTF8.self)
-      case UInt8(ascii: "\\"):
-        guard index < bytes.count else { return nil }
-        let escape = bytes[index]
-        index += 1
-        switch escape {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-        case UInt8(ascii: "b"): out.append(0x08)
-        case UInt8(ascii: "f"): out.append(0x0C)
-        case UInt8(ascii: "n"): out.append(0x0A)
-        case UInt8(ascii: "r"): out.append(0x0D)
-        case UInt8(ascii: "t"): out.append(0x09)
-        case UInt8(ascii: "u"):
-          guard let unit = hex4() else { return nil }
-          var scalar: Unicode.Scalar?
-          if (0xD800...0xDBFF).contains(unit) {
-            guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")), let low = hex4(), (0xDC00...0xDFFF).contains(low)
-            else { return nil }
-            scalar = Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
-          } else {
-            scalar = Unicode.Scalar(unit)
-          }
-          guard let scalar else { return nil }
-          out.append(contentsOf: String(Character(scalar)).utf8)
-        default:
-          return nil
-        }
-      default:
-        guard byte >= 0x20 else { return nil }
-        out.append(byte)
-      }
+    do {
+      try JSONStringUnescaper.unescape(bytes, from: &index, into: &out)
+    } catch {
+      return nil
     }
-    return nil
-  }
-
-  mutating func hex4() -> UInt32? {
-    guard bytes.count - index >= 4 else { return nil }
-    var value: UInt32 = 0
-    for _ in 0..<4 {
-      let byte = bytes[index]
-      let digit: UInt32
-      switch byte {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-      default: return nil
-      }
-      value = value << 4 | digit
-      index += 1
-    }
-    return value
+    return String(validating: out, as: UTF8.self)
   }
 }

@@ -1,9 +1,6 @@
+import ChatProtocol
 import ChatStore
 import Foundation
-
-#if canImport(FoundationNetworking)
-  import FoundationNetworking
-#endif
 
 /// The relay of `docs/protocol.md`: HTTP requests and socket events turned into
 /// `RelayStore` calls, and the events they cause sent to the sockets concerned.
@@ -22,7 +19,7 @@ public final class Relay: @unchecked Sendable {
   /// Injected faults (off unless `--faults`).
   let faults: Faults
   /// Where push notifications are also POSTed, if anywhere.
-  let pushWebhook: URL?
+  let pushWebhook: PushWebhook?
   /// The clock, in milliseconds since 1970 (tests move it).
   let now: @Sendable () -> Int64
   /// How long idempotency records outlive their messages, in milliseconds.
@@ -53,7 +50,8 @@ public final class Relay: @unchecked Sendable {
     var group: Int?
   }
 
-  /// Opens (or creates) the relay's database.
+  /// Opens (or creates) the relay's database. A `pushWebhook` that is not an `http://`
+  /// URL is refused (the relay's HTTP client speaks no TLS).
   public init(
     databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, idempotencyDays: Int = 7,
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -61,7 +59,7 @@ public final class Relay: @unchecked Sendable {
     store = try RelayStore(path: databasePath)
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
-    self.pushWebhook = pushWebhook
+    self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0) }
     self.now = now
   }
 
@@ -138,7 +136,7 @@ public final class Relay: @unchecked Sendable {
   func respond(to request: HTTPRequest) -> HTTPResponse {
     do {
       if request.path == "/v1/health" {
-        return try only("GET", request) { .json(200, ["ok": true, "version": 1]) }
+        return try only("GET", request) { .wire(200, Health()) }
       }
       let user = try authenticate(request) ?? { throw APIError.unauthorized }()
       switch request.path {
@@ -149,7 +147,7 @@ public final class Relay: @unchecked Sendable {
         // Whose token this is: a client checks it before it sends anything as that user.
         return try only("GET", request) {
           guard let me = try store.user(id: user) else { throw APIError.unauthorized }
-          return .json(200, ["user": me.json])
+          return .wire(200, TokenOwner(user: me))
         }
       case "/v1/users":
         return try only("GET", request) { try profiles(request.query["ids"], for: user) }
@@ -189,17 +187,10 @@ public final class Relay: @unchecked Sendable {
 
   // MARK: POST /v1/messages
 
-  struct PostBody: Decodable {
-    var requestId: Int64
-    var toUserId: Int64
-    var content: String
-    var createdAt: String?
-  }
-
   func postMessage(_ request: HTTPRequest, from user: Int64) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
-    let body: PostBody = try PostBody.parsePlain(request.body) ?? decode(request.body)
+    let body: MessagePost = try MessagePost.parsePlain(request.body) ?? decode(request.body)
     guard body.requestId > 0 else {
       throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId")
     }
@@ -224,8 +215,9 @@ public final class Relay: @unchecked Sendable {
     }
     let (message, isNew) = try store.post(
       from: user, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
-    // The message is rendered once, for its event and its answer: the two are the same
-    // bytes as rendering each JSONValue whole (keys sorted, no spaces).
+    // The message is rendered once, for its event and its answer: the two are the bytes
+    // of `WireJSON.encode` of `ServerEvent.newMessage` and `MessagePostAnswer` (keys sorted,
+    // no spaces; RelayWireTests checks it).
     let rendered = message.json.render(pretty: false)
     if isNew { deliver(message, rendered: rendered) }
     var response = HTTPResponse(
@@ -267,16 +259,9 @@ public final class Relay: @unchecked Sendable {
 
   private func notifyWebhook(_ message: RelayMessage, unread: Int64) {
     guard let pushWebhook else { return }
-    var request = URLRequest(url: pushWebhook)
-    request.httpMethod = "POST"
-    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    request.httpBody = Data(
-      JSONValue.object([
-        "toUserId": .int(message.toUserId), "messageId": .int(message.messageId),
-        "fromUserId": .int(message.fromUserId),
-        "unread": .int(unread),
-      ]).render(pretty: false).utf8)
-    URLSession.shared.dataTask(with: request) { _, _, _ in }.resume()
+    pushWebhook.post(
+      PushNotice(
+        toUserId: message.toUserId, messageId: message.messageId, fromUserId: message.fromUserId, unread: unread))
   }
 
   // MARK: GET /v1/messages
@@ -289,11 +274,7 @@ public final class Relay: @unchecked Sendable {
     let page = try store.undelivered(for: user, after: cursor, limit: Int(limit))
     let updates = try store.statusUpdates(for: user, after: updateCursor)
     return .json(
-      200,
-      [
-        "messages": .array(page.messages.map(\.json)), "hasMore": .bool(page.hasMore),
-        "statusUpdates": .array(updates.map(\.json)),
-      ])
+      200, MessagesPage(messages: page.messages, hasMore: page.hasMore, statusUpdates: updates.map(\.update)).json)
   }
 
   // MARK: GET /v1/users
@@ -306,7 +287,7 @@ public final class Relay: @unchecked Sendable {
     guard try store.canSee(viewer: viewer, user: id) else {
       throw APIError.forbidden("user \(id) is not someone you exchange messages with")
     }
-    return .json(200, user.json)
+    return .wire(200, user)
   }
 
   func profiles(_ list: String?, for viewer: Int64) throws -> HTTPResponse {
@@ -315,14 +296,14 @@ public final class Relay: @unchecked Sendable {
     }
     let parts = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     guard parts.count <= 100 else { throw APIError.badRequest("query 'ids': at most 100 ids", field: "ids") }
-    var users: [JSONValue] = []
+    var users: [RelayUser] = []
     for part in parts {
       guard let id = StoreLocation.parseUserID(part) else {
         throw APIError.badRequest("query 'ids': '\(part)' is not a user id", field: "ids")
       }
-      if try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) { users.append(user.json) }
+      if try store.canSee(viewer: viewer, user: id), let user = try store.user(id: id) { users.append(user) }
     }
-    return .json(200, ["users": .array(users)])
+    return .wire(200, UserList(users: users))
   }
 
   // MARK: - Sockets
@@ -347,90 +328,66 @@ public final class Relay: @unchecked Sendable {
   /// `contact_status_update` to every online contact of `user`.
   private func announce(_ user: Int64, online: Bool, typing: Bool = false, only target: Int64? = nil) {
     let lastSeen = (try? store.user(id: user))??.lastConnectedAt
-    let event = Self.event(
-      "contact_status_update",
-      [
-        "userId": .int(user), "online": .bool(online || !(socketsOfUser[user]?.isEmpty ?? true)),
-        "lastSeenAt": lastSeen.map { .string($0) } ?? .null, "typing": .bool(typing),
-        "typingExpiresInMs": .int(typing ? Self.typingExpiresMilliseconds : 0),
-      ])
+    let event = WireJSON.string(
+      ServerEvent.contactStatusUpdate(
+        ContactStatus(
+          userId: user, online: online || !(socketsOfUser[user]?.isEmpty ?? true), lastSeenAt: lastSeen,
+          typing: typing, typingExpiresInMs: typing ? Self.typingExpiresMilliseconds : 0)))
     let contacts = target.map { [$0] } ?? ((try? store.contacts(of: user)) ?? [])
     for contact in contacts {
       for socket in socketsOfUser[contact] ?? [] { send(event, to: socket) }
     }
   }
 
-  struct ClientEvent: Decodable {
-    var type: String
-  }
-  struct DeliveryAck: Decodable { var messageIds: [Int64] }
-  struct ReadReceipt: Decodable {
-    var conversationId: Int64
-    var upTo: Int64
-  }
-  struct Typing: Decodable {
-    var toUserId: Int64
-    var typing: Bool
-  }
-  struct UpdatesAck: Decodable { var upTo: Int64 }
-  struct Payload<P: Decodable>: Decodable { var payload: P }
-
   func received(_ text: String, on socket: SocketID, from user: Int64) {
-    let data = Array(text.utf8)
     do {
-      let event: ClientEvent = try decode(data)
-      switch event.type {
-      case "delivery_ack":
-        let ack: Payload<DeliveryAck> = try decode(data)
-        guard ack.payload.messageIds.count <= 500 else {
+      switch try decode(Array(text.utf8)) as ClientEvent {
+      case .deliveryAck(let ack):
+        guard ack.messageIds.count <= 500 else {
           throw APIError.badRequest("at most 500 messageIds", field: "messageIds")
         }
-        for update in try store.acknowledgeDelivery(by: user, ids: ack.payload.messageIds) { push(update) }
+        for update in try store.acknowledgeDelivery(by: user, ids: ack.messageIds) { push(update) }
         // The client keeps a message unconfirmed (and acknowledges it again after a
         // reconnect) until it sees this: an acknowledgement lost with its socket is repeated.
-        send(
-          Self.event("delivery_acknowledged", ["messageIds": .array(ack.payload.messageIds.map { .int($0) })]),
-          to: socket)
-      case "read":
-        let receipt: Payload<ReadReceipt> = try decode(data)
+        send(WireJSON.string(ServerEvent.deliveryAcknowledged(ack)), to: socket)
+      case .read(let receipt):
         // A read receipt never stands in for delivery: the mark stops below any message
         // the reader has not acknowledged (RelayStore.markRead).
-        if let update = try store.markRead(
-          by: user, conversation: receipt.payload.conversationId, upTo: receipt.payload.upTo)
-        {
+        if let update = try store.markRead(by: user, conversation: receipt.conversationId, upTo: receipt.upTo) {
           push(update)
         }
         // The client keeps the receipt in its file (and sends it again) until this names a
         // mark at or above it; marks are forward only, so a repeat changes nothing.
-        let mark = try store.readMark(by: user, conversation: receipt.payload.conversationId)
+        let mark = try store.readMark(by: user, conversation: receipt.conversationId)
         send(
-          Self.event(
-            "read_acknowledged", ["conversationId": .int(receipt.payload.conversationId), "upTo": .int(mark)]),
+          WireJSON.string(ServerEvent.readAcknowledged(ReadMark(conversationId: receipt.conversationId, upTo: mark))),
           to: socket)
-      case "typing":
-        let typing: Payload<Typing> = try decode(data)
-        if try store.canSee(viewer: user, user: typing.payload.toUserId) {
-          announce(user, online: true, typing: typing.payload.typing, only: typing.payload.toUserId)
+      case .typing(let typing):
+        if try store.canSee(viewer: user, user: typing.toUserId) {
+          announce(user, online: true, typing: typing.typing, only: typing.toUserId)
         }
-      case "updates_ack":
-        let ack: Payload<UpdatesAck> = try decode(data)
-        try store.dropStatusUpdates(for: user, upTo: ack.payload.upTo)
-      default:
-        throw APIError.badRequest("unknown event type '\(event.type)'", field: "type")
+      case .updatesAck(let ack):
+        try store.dropStatusUpdates(for: user, upTo: ack.upTo)
+      case .unknown(let type):
+        throw APIError.badRequest("unknown event type '\(type)'", field: "type")
       }
     } catch let error as APIError {
-      send(Self.event("error", ["code": .string(error.code), "message": .string(error.message)]), to: socket)
+      send(Self.errorEvent(code: error.code, message: error.message), to: socket)
     } catch let error as StoreError {
       let api = APIError(error)
-      send(Self.event("error", ["code": .string(api.code), "message": .string(api.message)]), to: socket)
+      send(Self.errorEvent(code: api.code, message: api.message), to: socket)
     } catch {
-      send(Self.event("error", ["code": "internal", "message": .string("\(error)")]), to: socket)
+      send(Self.errorEvent(code: "internal", message: "\(error)"), to: socket)
     }
   }
 
+  private static func errorEvent(code: String, message: String) -> String {
+    WireJSON.string(ServerEvent.error(EventError(code: code, message: message)))
+  }
+
   /// A status update to the sockets of the user it is for.
-  private func push(_ update: StatusUpdate) {
-    let event = Self.event(update.type.rawValue, update.json)
+  private func push(_ update: RelayStatusUpdate) {
+    let event = Self.event(update.kind.rawValue, update.json)
     for socket in socketsOfUser[update.userId] ?? [] { send(event, to: socket) }
   }
 
@@ -512,9 +469,14 @@ extension HTTPRequest {
 }
 
 extension HTTPResponse {
-  /// A JSON response.
+  /// A JSON response rendered by hand (the hot paths; see RelayJSON.swift).
   static func json(_ status: Int, _ body: JSONValue) -> HTTPResponse {
     HTTPResponse(
       status: status, contentType: "application/json", body: Array(body.render(pretty: false).utf8), headers: [])
+  }
+
+  /// A JSON response: one of the protocol's types, encoded by `WireJSON`.
+  static func wire(_ status: Int, _ body: some Encodable) -> HTTPResponse {
+    HTTPResponse(status: status, contentType: "application/json", body: WireJSON.encode(body), headers: [])
   }
 }

@@ -65,9 +65,8 @@ import Testing
     }
 
     func writePatiently(_ patience: Double, waits: Locked<Int>) async throws {
-      try await queue.write(retryingBusyFor: patience, onWait: { waits.withLock { $0 += 1 } }) {
-        try self.queue.inDatabase { db in try db.execute("INSERT INTO t VALUES (8)") }
-      }
+      let insert = { try self.queue.inDatabase { db in try db.execute("INSERT INTO t VALUES (8)") } }
+      try await queue.write(retryingBusyFor: patience, onWait: { waits.withLock { $0 += 1 } }, insert)
     }
   }
 

@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Testing
 

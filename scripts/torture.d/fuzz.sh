@@ -47,7 +47,7 @@ objects=()
 # Only the objects of sources that exist: a renamed or deleted file's object stays in
 # the build folder and would be linked twice (Migrations' source is generated).
 sources=$(find Sources -name '*.swift' -printf '%f\n' | sort -u)
-for module in ChatStore Migrations ChatMaintenance ChatCLI ChatRelay ChatSync chatdb chat_relay chat_sync; do
+for module in ChatStore Migrations ChatMaintenance ChatCLI ChatProtocol LWSSupport ChatRelay ChatSync chatdb chat_relay chat_sync; do
   for object in "$bin/$module.build"/*.o; do
     if [ "$module" = Migrations ] || grep -qxF "$(basename "$object" .o)" <<<"$sources"; then objects+=("$object"); fi
   done

@@ -433,96 +433,14 @@ public final class RecordParser {
     return .int(Int64(magnitude))
   }
 
-  /// Appends the unescaped bytes of the string at `s` to `scratch`, checking UTF-8.
+  /// Appends the unescaped bytes of the string at `s` to `scratch` through the shared
+  /// `JSONStringUnescaper`; UTF-8 is checked when a field is read as text (see `text`).
   private func parseString(_ s: inout Scanner) throws(RecordError) {
     s.i += 1  // opening quote
-    let start = scratch.count
-    var runStart = s.i
-    while true {
-      guard s.i < s.bytes.count else { throw RecordError("a string is not closed") }
-      let byte = s.bytes[s.i]
-      if byte == UInt8(ascii: "\"") {
-        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: s.bytes[runStart..<s.i]))
-        s.i += 1
-        break
-      }
-      if byte < 0x20 {
-        throw RecordError("a control character (0x\(String(byte, radix: 16))) must be escaped in a string")
-      }
-      if byte == UInt8(ascii: "\\") {
-        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: s.bytes[runStart..<s.i]))
-        s.i += 1
-        guard s.i < s.bytes.count else { throw RecordError("a string is not closed") }
-        let escape = s.bytes[s.i]
-        s.i += 1
-        switch escape {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(escape)
-        case UInt8(ascii: "n"): scratch.append(0x0A)
-        case UInt8(ascii: "t"): scratch.append(0x09)
-        case UInt8(ascii: "r"): scratch.append(0x0D)
-        case UInt8(ascii: "b"): scratch.append(0x08)
-        case UInt8(ascii: "f"): scratch.append(0x0C)
-        case UInt8(ascii: "u"):
-          var scalar = try hex4(&s)
-          if scalar >= 0xD800 && scalar < 0xDC00 {
-            guard s.i + 1 < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "\\"), s.bytes[s.i + 1] == UInt8(ascii: "u")
-            else {
-              throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
-            }
-            s.i += 2
-            let low = try hex4(&s)
-            guard low >= 0xDC00 && low < 0xE000 else {
-              throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
-            }
-            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-          } else if scalar >= 0xDC00 && scalar < 0xE000 {
-            throw RecordError("an unpaired UTF-16 surrogate in a \\u escape")
-          }
-          appendUTF8(scalar)
-        default:
-          throw RecordError("invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
-        }
-        runStart = s.i
-        continue
-      }
-      s.i += 1
-    }
-    _ = start  // UTF-8 is checked when a field is read as text (see `text`)
-  }
-
-  private func hex4(_ s: inout Scanner) throws(RecordError) -> UInt32 {
-    guard s.i + 4 <= s.bytes.count else { throw RecordError("a \\u escape needs 4 hex digits") }
-    var v: UInt32 = 0
-    for _ in 0..<4 {
-      let c = s.bytes[s.i]
-      let d: UInt32
-      switch c {
-      case 0x30...0x39: d = UInt32(c - 0x30)
-      case 0x41...0x46: d = UInt32(c - 0x41 + 10)
-      case 0x61...0x66: d = UInt32(c - 0x61 + 10)
-      default: throw RecordError("a \\u escape needs 4 hex digits")
-      }
-      v = v << 4 | d
-      s.i += 1
-    }
-    return v
-  }
-
-  private func appendUTF8(_ scalar: UInt32) {
-    switch scalar {
-    case 0..<0x80: scratch.append(UInt8(scalar))
-    case 0x80..<0x800:
-      scratch.append(UInt8(0xC0 | scalar >> 6))
-      scratch.append(UInt8(0x80 | scalar & 0x3F))
-    case 0x800..<0x10000:
-      scratch.append(UInt8(0xE0 | scalar >> 12))
-      scratch.append(UInt8(0x80 | (scalar >> 6) & 0x3F))
-      scratch.append(UInt8(0x80 | scalar & 0x3F))
-    default:
-      scratch.append(UInt8(0xF0 | scalar >> 18))
-      scratch.append(UInt8(0x80 | (scalar >> 12) & 0x3F))
-      scratch.append(UInt8(0x80 | (scalar >> 6) & 0x3F))
-      scratch.append(UInt8(0x80 | scalar & 0x3F))
+    do {
+      try JSONStringUnescaper.unescape(s.bytes, from: &s.i, into: &scratch)
+    } catch {
+      throw RecordError(error.description)
     }
   }
 

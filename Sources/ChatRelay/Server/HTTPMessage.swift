@@ -1,3 +1,5 @@
+import ChatProtocol
+
 // MARK: - Requests and responses the relay's HTTP handler sees
 
 /// One HTTP request as the relay's handler receives it, body complete.
@@ -62,8 +64,9 @@ public struct HTTPResponse: Sendable {
 
   /// A JSON error body in the relay's shape: `{"error": {"code": …, "message": …}}`.
   public static func jsonError(status: Int, code: String, message: String) -> HTTPResponse {
-    let text = #"{"error":{"code":"# + jsonString(code) + #","message":"# + jsonString(message) + "}}"
-    return HTTPResponse(status: status, contentType: "application/json", body: Array(text.utf8))
+    HTTPResponse(
+      status: status, contentType: "application/json",
+      body: WireJSON.encode(ErrorBody(error: .init(code: code, message: message))))
   }
 }
 

@@ -1,11 +1,13 @@
 import CWebSockets
+import LWSSupport
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Owns one `lws_context` and the C memory its creation info keeps pointing at
-/// (the protocol table, the interface name, the ping policy).
+/// Owns one `lws_context` and the memory its creation info keeps pointing at (the
+/// protocol table, the interface name, the ping policy, the user pointer's
+/// `LWSContextUser`).
 ///
 /// Destroyed explicitly (``destroy()``) on the service thread so that the close
 /// callbacks it triggers run there; `deinit` destroys it if nobody did.
@@ -16,12 +18,14 @@ final class LWSContext {
   private let protocolName: UnsafeMutablePointer<CChar>
   private let interface: UnsafeMutablePointer<CChar>
   private let pingPolicy: UnsafeMutablePointer<lws_retry_bo_t>
+  /// The context's user pointer: the handler of its events.
+  private let user: LWSContextUser
   private var destroyed = false
 
   /// Creates the context and its one vhost listening on `host:port` (0 picks a free port).
   ///
-  /// `user` is returned by `lws_context_user` in ``relayServiceCallback``.
-  init(host: String, port: Int, user: UnsafeMutableRawPointer, pingSeconds: Int = 30) throws(RelayServerError) {
+  /// `handler` gets every event (through ``lwsContextCallback``); it must outlive the context.
+  init(host: String, port: Int, handler: any LWSEventHandler, pingSeconds: Int = 30) throws(RelayServerError) {
     // Errors only: lws logs every connection at NOTICE by default.
     lws_set_log_level(Int32(LLL_ERR), nil)
 
@@ -30,7 +34,7 @@ final class LWSContext {
     protocols = .allocate(capacity: 2)
     protocols.initialize(repeating: lws_protocols(), count: 2)
     protocols[0].name = UnsafePointer(protocolName)
-    protocols[0].callback = relayServiceCallback
+    protocols[0].callback = lwsContextCallback
     protocols[0].per_session_data_size = 0
     protocols[0].rx_buffer_size = 64 * 1024
 
@@ -45,7 +49,8 @@ final class LWSContext {
     info.port = Int32(port)
     info.iface = UnsafePointer(interface)
     info.protocols = UnsafePointer(protocols)
-    info.user = user
+    user = LWSContextUser(handler)
+    info.user = user.pointer
     info.gid = -1
     info.uid = -1
     info.max_http_header_data = 8192

@@ -90,8 +90,7 @@ public final class RelayServer: @unchecked Sendable {
   ) throws {
     core = ServiceCore(socketPath: socketPath, handlers: handlers)
     // Unretained: the core outlives the context (deinit destroys the context first).
-    let context = try LWSContext(
-      host: host, port: port, user: Unmanaged.passUnretained(core).toOpaque(), pingSeconds: pingSeconds)
+    let context = try LWSContext(host: host, port: port, handler: core, pingSeconds: pingSeconds)
     self.port = context.listenPort
     core.attach(context)
   }

@@ -2,6 +2,7 @@ import CWebSockets
 import ChatStore
 import Dispatch
 import Glibc
+import LWSSupport
 
 /// The server's state and its answers to libwebsockets events.
 ///
@@ -10,7 +11,7 @@ import Glibc
 /// (every HTTP transaction, every upgrade), the opaque pointer survives that.
 // @unchecked: `outbound` is `Locked`; every other property is touched only on the
 // service thread (callbacks, run(), and shutdown() after run() returned or never ran).
-final class ServiceCore: @unchecked Sendable {
+final class ServiceCore: LWSEventHandler, @unchecked Sendable {
   let socketPath: String
   let handlers: RelayServer.Handlers
 
@@ -25,7 +26,7 @@ final class ServiceCore: @unchecked Sendable {
   /// What other threads hand the service thread.
   struct Outbound: ~Copyable {
     /// Nil once the context is being destroyed: nothing may wake it any more.
-    var context: WakeHandle?
+    var context: LWSWakeHandle?
     /// The thread in `run()`: a send from there asks for a writable callback directly
     /// instead of waking the loop through its pipe.
     var serviceThread: pthread_t?
@@ -58,7 +59,7 @@ final class ServiceCore: @unchecked Sendable {
   func attach(_ context: LWSContext) {
     self.context = context
     let pointer = context.pointer
-    outbound.withLock { $0.context = WakeHandle(context: pointer) }
+    outbound.withLock { $0.context = LWSWakeHandle(context: pointer) }
   }
 
   // MARK: - Lifecycle
@@ -73,7 +74,7 @@ final class ServiceCore: @unchecked Sendable {
     }
     // Stopping: every socket gets a close frame with 1001 "going away" before the
     // context goes; a client that does not answer within a second is simply dropped.
-    let wake = outbound.withLock { state -> WakeHandle? in
+    let wake = outbound.withLock { state -> LWSWakeHandle? in
       for socket in state.live {
         state.closing.insert(socket)
         state.closeCodes[socket] = 1001
@@ -194,15 +195,6 @@ final class ServiceCore: @unchecked Sendable {
     connections[nextID] = connection
     return connection
   }
-}
-
-/// Wakes `lws_service` from another thread.
-// @unchecked: lws_cancel_service is documented as callable from any thread, and the
-// pointer is dropped (under the same lock) before the context is destroyed.
-struct WakeHandle: @unchecked Sendable {
-  let context: OpaquePointer
-
-  func wake() { lws_cancel_service(context) }
 }
 
 /// One TCP connection's state on the service thread.

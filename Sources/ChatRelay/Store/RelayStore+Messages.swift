@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 
 // MARK: - Posting
@@ -104,11 +105,11 @@ extension RelayStore {
   /// ignored, so acknowledging twice is a no-op. `now` stamps the updates' `at`.
   @discardableResult
   public func acknowledgeDelivery(by user: Int64, ids: [Int64], now: Int64 = RelayStore.currentMilliseconds()) throws
-    -> [StatusUpdate]
+    -> [RelayStatusUpdate]
   {
     let at = Timestamp.string(milliseconds: now)
     return try writing("acknowledge messages for user \(user) in") { db in
-      var updates: [StatusUpdate] = []
+      var updates: [RelayStatusUpdate] = []
       for id in Set(ids).sorted() {
         let senders = try db.query(RelayQuery.deleteDelivered, [id, user]) { $0.int64(0) }
         guard let sender = senders.first else { continue }
@@ -134,7 +135,7 @@ extension RelayStore {
   @discardableResult
   public func markRead(
     by user: Int64, conversation other: Int64, upTo messageId: Int64, now: Int64 = RelayStore.currentMilliseconds()
-  ) throws -> StatusUpdate? {
+  ) throws -> RelayStatusUpdate? {
     guard other != user else { throw StoreError(.badInput, "conversation \(other) is the reader's own id", path: path) }
     let at = Timestamp.string(milliseconds: now)
     return try writing("record a read receipt from user \(user) in") { db in
@@ -167,11 +168,11 @@ extension RelayStore {
 
   private func recordUpdate(
     for user: Int64, type: StatusUpdate.Kind, messageId: Int64, conversationId: Int64, at: String, _ db: Database
-  ) throws -> StatusUpdate {
+  ) throws -> RelayStatusUpdate {
     try db.execute(
       "INSERT INTO RelayStatusUpdates (user_id, type, message_id, conversation_id, at) VALUES (?, ?, ?, ?, ?)",
       [user, type.rawValue, messageId, conversationId, at])
-    return StatusUpdate(
+    return RelayStatusUpdate(
       sequence: db.lastInsertRowID, userId: user, type: type, messageId: messageId, conversationId: conversationId,
       at: at)
   }
@@ -179,13 +180,13 @@ extension RelayStore {
   // MARK: - Status updates
 
   /// The updates waiting for `user` with a sequence above `sequence`, in order.
-  public func statusUpdates(for user: Int64, after sequence: Int64) throws -> [StatusUpdate] {
+  public func statusUpdates(for user: Int64, after sequence: Int64) throws -> [RelayStatusUpdate] {
     try reading("read the status updates of user \(user) in") { db in
       try db.query(RelayQuery.statusUpdates, [user, sequence]) { row in
         guard let type = StatusUpdate.Kind(rawValue: row.string(2)) else {
           throw StoreError(.internalError, "status update \(row.int64(0)) has unknown type '\(row.string(2))'")
         }
-        return StatusUpdate(
+        return RelayStatusUpdate(
           sequence: row.int64(0), userId: row.int64(1), type: type, messageId: row.int64(3),
           conversationId: row.int64(4), at: row.string(5))
       }

@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Foundation
 
@@ -21,14 +22,13 @@ struct RelayAPI: Sendable {
   }
 
   func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
-    let body = JSONValue.object([
-      "requestId": .int(request.requestID), "toUserId": .int(request.toUserID), "content": .string(request.content),
-      "createdAt": .string(request.createdAt),
-    ])
+    let body = MessagePost(
+      requestId: request.requestID, toUserId: request.toUserID, content: request.content,
+      createdAt: request.createdAt)
     let reply: HTTPReply
     do {
       reply = try await http.send(
-        HTTPCall(method: "POST", path: "/v1/messages", body: Array(body.render(pretty: false).utf8), timeout: timeout))
+        HTTPCall(method: "POST", path: "/v1/messages", body: WireJSON.encode(body), timeout: timeout))
     } catch let error as TransportError where error.neverConnected {
       return .unreachable("\(error)")
     } catch {
@@ -41,7 +41,7 @@ struct RelayAPI: Sendable {
   static func outcome(of reply: HTTPReply) -> PostOutcome {
     switch reply.status {
     case 200, 201:
-      guard let answer = try? JSONDecoder().decode(PostAnswer.self, from: Data(reply.body)) else {
+      guard let answer = try? WireJSON.decode(MessagePostAnswer.self, from: reply.body) else {
         return .retryable("HTTP \(reply.status) with a body that is not a message", retryAfter: nil)
       }
       return .accepted(answer.message.model, replayed: reply.headers["idempotent-replayed"] == "true")
@@ -59,7 +59,7 @@ struct RelayAPI: Sendable {
 
   /// `HTTP 409 conflict: requestId 7 was used…` from the relay's error body.
   static func reason(_ reply: HTTPReply) -> String {
-    if let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(reply.body)) {
+    if let body = try? WireJSON.decode(ErrorBody.self, from: reply.body) {
       return "HTTP \(reply.status) \(body.error.code): \(body.error.message)"
     }
     return "HTTP \(reply.status)"
@@ -77,7 +77,7 @@ struct RelayAPI: Sendable {
       HTTPCall(
         method: "GET",
         path: "/v1/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
-    let page: WirePage = try Self.decode(reply, "GET /v1/messages")
+    let page: MessagesPage = try Self.decode(reply, "GET /v1/messages")
     return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
   }
 
@@ -85,7 +85,7 @@ struct RelayAPI: Sendable {
   /// token is another user's.
   func me(requiring owner: Int64, timeout: Double = 10) async throws -> User {
     let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/me", timeout: timeout))
-    let answer: WireMe = try Self.decode(reply, "GET /v1/me")
+    let answer: TokenOwner = try Self.decode(reply, "GET /v1/me")
     guard answer.user.id == owner else { throw WrongUserToken(tokenUser: answer.user.id, fileOwner: owner) }
     return answer.user.model
   }
@@ -94,7 +94,7 @@ struct RelayAPI: Sendable {
   func profile(_ id: Int64, timeout: Double) async throws -> User? {
     let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users/\(id)", timeout: timeout))
     guard reply.status != 403, reply.status != 404 else { return nil }
-    let user: WireUser = try Self.decode(reply, "GET /v1/users/\(id)")
+    let user: RelayUser = try Self.decode(reply, "GET /v1/users/\(id)")
     return user.model
   }
 
@@ -105,7 +105,7 @@ struct RelayAPI: Sendable {
     for chunk in stride(from: 0, to: ids.count, by: 100).map({ Array(ids[$0..<min($0 + 100, ids.count)]) }) {
       let reply = try await http.send(
         HTTPCall(method: "GET", path: "/v1/users?ids=" + chunk.map(String.init).joined(separator: ",")))
-      let list: WireUsers = try Self.decode(reply, "GET /v1/users")
+      let list: UserList = try Self.decode(reply, "GET /v1/users")
       users += list.users.map(\.model)
     }
     return users
@@ -117,7 +117,7 @@ struct RelayAPI: Sendable {
       throw SyncFailure.relay("\(what): \(reason(reply))")
     }
     do {
-      return try JSONDecoder().decode(T.self, from: Data(reply.body))
+      return try WireJSON.decode(T.self, from: reply.body)
     } catch {
       throw SyncFailure.relay("\(what): the answer is not what docs/protocol.md says (\(error))")
     }
@@ -166,60 +166,18 @@ public enum SyncFailure: Error, Sendable, CustomStringConvertible {
   }
 }
 
-// MARK: - Wire shapes
+// MARK: - From the wire's types to the file's
 
-struct WireMessage: Codable, Sendable {
-  var messageId: Int64
-  var fromUserId: Int64
-  var toUserId: Int64
-  var content: String
-  var status: String?
-  var createdAt: String
-
+extension RelayMessage {
+  /// The message as `ChatRepository` stores it; a status it does not know is `SYNCED`.
   var model: Message {
     Message(
       id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
-      status: status.flatMap(MessageStatus.init(rawValue:)) ?? .synced, createdAt: createdAt)
+      status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt)
   }
 }
 
-struct WireUser: Codable, Sendable {
-  var id: Int64
-  var name: String
-  var avatarUrl: String?
-  var lastConnectedAt: String?
-
-  var model: User { User(id: id, name: name, avatarURL: avatarUrl, lastConnectedAt: lastConnectedAt) }
-}
-
-/// A delivery or read update for one of the owner's messages.
-struct StatusUpdate: Codable, Sendable, Equatable {
-  var sequence: Int64
-  var type: String?
-  var messageId: Int64
-  var conversationId: Int64
-  var at: String?
-}
-
-struct PostAnswer: Decodable {
-  var message: WireMessage
-  var fromMessageRequestId: Int64?
-}
-
-struct WirePage: Decodable {
-  var messages: [WireMessage]
-  var hasMore: Bool
-  var statusUpdates: [StatusUpdate]?
-}
-
-struct WireUsers: Decodable { var users: [WireUser] }
-
-struct WireMe: Decodable { var user: WireUser }
-
-struct ErrorBody: Decodable {
-  struct Detail: Decodable {
-    var code: String
-    var message: String
-  }
-  var error: Detail
+extension RelayUser {
+  /// The profile as `ChatRepository` stores it.
+  var model: User { User(id: id, name: name, avatarURL: avatarURL, lastConnectedAt: lastConnectedAt) }
 }

@@ -1,7 +1,8 @@
+import ChatProtocol
 import ChatStore
-import Foundation
 
-/// A server → client socket event of `docs/protocol.md`.
+/// A server → client socket event of `docs/protocol.md`, as the engine uses it: the
+/// wire's ``ServerEvent`` with the message in the file's model.
 enum RelayEvent: Sendable, Equatable {
   case newMessage(Message)
   case delivered(StatusUpdate)
@@ -14,60 +15,24 @@ enum RelayEvent: Sendable, Equatable {
   /// An event this client does not know (a newer relay): ignored.
   case unknown(String)
 
-  /// Parses one text frame; nil when it is not an event at all.
+  /// Parses one text frame; nil when it is not an event at all, or a known event whose
+  /// payload does not decode.
   static func parse(_ text: String) -> RelayEvent? {
-    let data = Data(text.utf8)
-    guard let head = try? JSONDecoder().decode(Head.self, from: data) else { return nil }
-    func payload<P: Decodable>(_: P.Type) -> P? { try? JSONDecoder().decode(Wrapped<P>.self, from: data).payload }
-    switch head.type {
-    case "new_message": return payload(WireMessage.self).map { .newMessage($0.model) }
-    case "message_delivered": return payload(StatusUpdate.self).map { .delivered($0) }
-    case "message_read": return payload(StatusUpdate.self).map { .read($0) }
-    case "contact_status_update": return payload(ContactStatus.self).map { .contactStatus($0) }
-    case "delivery_acknowledged": return payload(IDs.self).map { .deliveryAcknowledged($0.messageIds) }
-    case "read_acknowledged":
-      return payload(ReadMark.self).map { .readAcknowledged(conversation: $0.conversationId, upTo: $0.upTo) }
-    case "error": return payload(ErrorDetail.self).map { .error(code: $0.code, message: $0.message) }
-    default: return .unknown(head.type)
+    guard let event = try? WireJSON.decode(ServerEvent.self, from: text) else { return nil }
+    return switch event {
+    case .newMessage(let message): .newMessage(message.model)
+    case .messageDelivered(let update): .delivered(update)
+    case .messageRead(let update): .read(update)
+    case .contactStatusUpdate(let status): .contactStatus(status)
+    case .deliveryAcknowledged(let ids): .deliveryAcknowledged(ids.messageIds)
+    case .readAcknowledged(let mark): .readAcknowledged(conversation: mark.conversationId, upTo: mark.upTo)
+    case .error(let error): .error(code: error.code, message: error.message)
+    case .unknown(let type): .unknown(type)
     }
   }
-
-  private struct Head: Decodable { var type: String }
-  private struct Wrapped<P: Decodable>: Decodable { var payload: P }
-  private struct IDs: Decodable { var messageIds: [Int64] }
-  private struct ReadMark: Decodable {
-    var conversationId: Int64
-    var upTo: Int64
-  }
-  private struct ErrorDetail: Decodable {
-    var code: String
-    var message: String
-  }
 }
 
-/// A contact's presence and typing, as the relay reports it.
-public struct ContactStatus: Codable, Sendable, Equatable {
-  public var userId: Int64
-  public var online: Bool
-  public var lastSeenAt: String?
-  public var typing: Bool?
-  public var typingExpiresInMs: Int64?
-}
-
-/// Client → server events.
-enum ClientEvent {
-  static func deliveryAck(_ ids: [Int64]) -> String {
-    event("delivery_ack", ["messageIds": .array(ids.map { .int($0) })])
-  }
-  static func read(conversation: Int64, upTo: Int64) -> String {
-    event("read", ["conversationId": .int(conversation), "upTo": .int(upTo)])
-  }
-  static func typing(to user: Int64, _ typing: Bool) -> String {
-    event("typing", ["toUserId": .int(user), "typing": .bool(typing)])
-  }
-  static func updatesAck(upTo: Int64) -> String { event("updates_ack", ["upTo": .int(upTo)]) }
-
-  private static func event(_ type: String, _ payload: JSONValue) -> String {
-    JSONValue.object(["type": .string(type), "payload": payload]).render(pretty: false)
-  }
+extension RelaySocket {
+  /// Sends a client → server event, encoded by `WireJSON`.
+  func send(_ event: ClientEvent) { send(WireJSON.string(event)) }
 }

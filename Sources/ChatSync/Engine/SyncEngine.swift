@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Foundation
 
@@ -445,7 +446,7 @@ public actor SyncEngine {
       let page = try await api.sync(after: cursor, limit: options.pageSize)
       try await store(page.messages, cursor: page.messages.last?.id)
       for update in page.updates {
-        let status: MessageStatus = update.type == "message_read" ? .read : .delivered
+        let status: MessageStatus = update.type == .messageRead ? .read : .delivered
         try await patiently {
           try repository.applyUpdate(
             status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
@@ -501,11 +502,11 @@ public actor SyncEngine {
     while !queued.isEmpty {
       let batch = Array(queued.prefix(500))
       queued.removeFirst(batch.count)
-      socket.send(ClientEvent.deliveryAck(batch))
+      socket.send(.deliveryAck(MessageIDs(messageIds: batch)))
       acksInFlight.formUnion(batch)
     }
     if updatesAckDirty {
-      socket.send(ClientEvent.updatesAck(upTo: updateCursor))
+      socket.send(.updatesAck(UpdatesMark(upTo: updateCursor)))
       updatesAckDirty = false
     }
   }
@@ -526,7 +527,7 @@ public actor SyncEngine {
     flush()
     guard let socket, let receipts = try? repository.pendingReadReceipts() else { return }
     for receipt in receipts where receipt.sendable > 0 && receiptsInFlight[receipt.conversation] != receipt.sendable {
-      socket.send(ClientEvent.read(conversation: receipt.conversation, upTo: receipt.sendable))
+      socket.send(.read(ReadMark(conversationId: receipt.conversation, upTo: receipt.sendable)))
       receiptsInFlight[receipt.conversation] = receipt.sendable
       lastSent = .now
       log("read receipt: conversation \(receipt.conversation) up to \(receipt.sendable)")
@@ -559,7 +560,7 @@ public actor SyncEngine {
   @discardableResult
   public func typing(to user: Int64, _ typing: Bool = true) -> Bool {
     guard let socket else { return false }
-    socket.send(ClientEvent.typing(to: user, typing))
+    socket.send(.typing(TypingSignal(toUserId: user, typing: typing)))
     return true
   }
 

@@ -1,10 +1,9 @@
-import CWebSockets
 import ChatStore
 import Foundation
+import LWSSupport
 
-// HTTP to the relay over libwebsockets' client: every exchange lives on the client
-// context and service thread the WebSockets use (ClientCore); the events are in
-// HTTPClient+Callback.swift.
+// HTTP to the relay over libwebsockets' client (LWSSupport's ClientCore: every exchange
+// lives on the client context and service thread the WebSockets use).
 
 extension HTTPTransport {
   /// The real transport: libwebsockets' HTTP/1.1 client against `base`
@@ -60,91 +59,5 @@ struct RelayOrigin: Sendable {
     let path = components.percentEncodedPath
     prefix = path.hasSuffix("/") ? String(path.dropLast()) : path
     hostHeader = (host.contains(":") ? "[\(host)]" : host) + (components.port.map { ":\($0)" } ?? "")
-  }
-}
-
-/// One HTTP exchange the service thread is asked to run.
-struct ExchangeRequest: Sendable {
-  var method: String
-  /// Numeric IPv4 or IPv6 address.
-  var address: String
-  var port: Int
-  /// Path and query, already encoded, the base URL's path included.
-  var path: String
-  var hostHeader: String
-  /// The `Authorization` header's value.
-  var authorization: String
-  var body: [UInt8]?
-  /// `POST /v1/messages`, for error messages: no query, no token.
-  var name: String
-}
-
-/// One exchange's state on the service thread, from the request until its connection
-/// is gone.
-final class HTTPExchange {
-  let id: UInt64
-  let request: ExchangeRequest
-  var wsi: OpaquePointer?
-  /// Set once the answer's head was read.
-  var status = 0
-  var headers: [String: String] = [:]
-  /// The answer has neither `Content-Length` nor chunks: its body runs to the end of
-  /// the connection.
-  var bodyToEndOfConnection = false
-  var body: [UInt8] = []
-  /// Bytes of the request's body written so far.
-  var sent = 0
-  /// The connect info's strings, kept until the exchange is gone.
-  private var strings: [UnsafeMutablePointer<CChar>] = []
-
-  init(id: UInt64, request: ExchangeRequest) {
-    self.id = id
-    self.request = request
-  }
-
-  var reply: HTTPReply { HTTPReply(status: status, headers: headers, body: body) }
-
-  /// A C copy of `text` that lives as long as this exchange.
-  func cString(_ text: String) -> UnsafePointer<CChar> {
-    let copy = strdup(text)!
-    strings.append(copy)
-    return UnsafePointer(copy)
-  }
-
-  deinit { strings.forEach { free($0) } }
-}
-
-// MARK: - Thread-safe requests
-
-extension ClientCore {
-  /// Asks the service thread to run `request`; returns its answer. Cancelling the
-  /// calling task throws `CancellationError` at once and drops the connection.
-  func exchange(_ request: ExchangeRequest) async throws -> HTTPReply {
-    let id = nextID()
-    return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPReply, any Error>) in
-        let outcome = shared.withLock { state -> Result<ClientWakeHandle?, any Error> in
-          // Checked under the lock: a cancellation handler that ran before this found nothing to cancel.
-          if Task.isCancelled { return .failure(CancellationError()) }
-          if state.dead { return .failure(TransportError("the HTTP service thread stopped")) }
-          state.answering[id] = continuation
-          state.requests.append((id, request))
-          return .success(state.requestWake())
-        }
-        switch outcome {
-        case .failure(let error): continuation.resume(throwing: error)
-        case .success(let wake): wake?.wake()
-        }
-      }
-    } onCancel: {
-      let (waiting, wake) = shared.withLock {
-        state -> (CheckedContinuation<HTTPReply, any Error>?, ClientWakeHandle?) in
-        guard let waiting = state.answering.removeValue(forKey: id) else { return (nil, nil) }
-        state.abandoned.insert(id)
-        return (waiting, state.requestWake())
-      }
-      wake?.wake()
-      waiting?.resume(throwing: CancellationError())
-    }
   }
 }

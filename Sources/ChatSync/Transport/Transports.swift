@@ -1,9 +1,19 @@
 import ChatStore
 import Foundation
+import LWSSupport
 
 // The engine's two ways to the relay, as values: the real ones (libwebsockets' client for both,
-// HTTPClient.swift and WebSocketClient.swift) in production and integration tests, scripted
-// ones in unit tests that inject faults.
+// HTTPClient.swift and WebSocketClient.swift over LWSSupport) in production and integration
+// tests, scripted ones in unit tests that inject faults.
+
+/// The relay's answer (LWSSupport's, which the relay's webhook shares).
+public typealias HTTPReply = LWSSupport.HTTPReply
+/// Why a request got no answer (LWSSupport's).
+public typealias TransportError = LWSSupport.TransportError
+/// The relay refused the WebSocket upgrade (LWSSupport's).
+public typealias SocketRefused = LWSSupport.SocketRefused
+/// One WebSocket of libwebsockets' client (LWSSupport's).
+public typealias LWSClientSocket = LWSSupport.LWSClientSocket
 
 /// One HTTP request to the relay: a path under the base URL (with its query), a
 /// method, and a JSON body.
@@ -23,95 +33,11 @@ public struct HTTPCall: Sendable, Equatable {
   }
 }
 
-/// The relay's answer: status, headers (names lowercased) and body.
-public struct HTTPReply: Sendable, Equatable {
-  public var status: Int
-  public var headers: [String: String]
-  public var body: [UInt8]
-
-  public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
-    self.status = status
-    self.headers = headers
-    self.body = body
-  }
-}
-
-/// Why a request got no answer: the connection failed, broke or timed out.
-public struct TransportError: Error, Sendable, CustomStringConvertible {
-  public var message: String
-  /// No connection to the relay could be made (refused, unreachable): the request was
-  /// never sent. Such attempts do not count toward the outbox's retry limit.
-  public var neverConnected: Bool
-  public init(_ message: String, neverConnected: Bool = false) {
-    self.message = message
-    self.neverConnected = neverConnected
-  }
-  public var description: String { message }
-}
-
 /// Sends one request with the bearer token; throws `TransportError` when no answer came.
 public struct HTTPTransport: Sendable {
   public var send: @Sendable (HTTPCall) async throws -> HTTPReply
 
   public init(send: @escaping @Sendable (HTTPCall) async throws -> HTTPReply) { self.send = send }
-}
-
-/// Runs `exchange` (one request) and returns its answer, or throws
-/// `TransportError` once `seconds` have passed, or `CancellationError` as soon as the
-/// calling task is cancelled, whichever comes first; the exchange's task is then
-/// cancelled, which drops its connection.
-///
-/// libwebsockets' own timeouts are not that bound: they cover the connect and the wait
-/// for the answer's head (10 s each), not a body that trickles in, and a `chat-sync run`
-/// told to stop must not wait for an exchange in flight (issue 14's slow exits under load).
-func answerWithin<T: Sendable>(
-  _ seconds: TimeInterval, _ exchange: @escaping @Sendable () async throws -> T
-) async throws -> T {
-  let first = FirstOutcome<T>()
-  let work = Task {
-    do { first.settle(.success(try await exchange())) } catch { first.settle(.failure(error)) }
-  }
-  let timer = Task {
-    try? await Task.sleep(for: .milliseconds(Int64(max(seconds, 0) * 1000)))
-    first.settle(.failure(TransportError(String(format: "no answer within %.0f s", seconds))))
-  }
-  defer {
-    work.cancel()
-    timer.cancel()
-  }
-  return try await withTaskCancellationHandler {
-    try await withCheckedThrowingContinuation { first.wait($0) }
-  } onCancel: {
-    first.settle(.failure(CancellationError()))
-  }
-}
-
-/// The first of several possible outcomes, handed to one waiter; later ones are dropped.
-/// Either may come first: an outcome settled before `wait` is kept for it.
-private final class FirstOutcome<T: Sendable>: Sendable {
-  private struct State {
-    var waiter: CheckedContinuation<T, any Error>?
-    var outcome: Result<T, any Error>?
-  }
-  private let state = Locked(State())
-
-  func wait(_ waiter: CheckedContinuation<T, any Error>) {
-    let ready = state.withLock { state -> Result<T, any Error>? in
-      if state.outcome == nil { state.waiter = waiter }
-      return state.outcome
-    }
-    if let ready { waiter.resume(with: ready) }
-  }
-
-  func settle(_ outcome: Result<T, any Error>) {
-    let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
-      guard state.outcome == nil else { return nil }
-      state.outcome = outcome
-      defer { state.waiter = nil }
-      return state.waiter
-    }
-    waiter?.resume(with: outcome)
-  }
 }
 
 /// One open WebSocket to the relay.
@@ -130,11 +56,4 @@ public struct SocketConnector: Sendable {
   public var connect: @Sendable () async throws -> any RelaySocket
 
   public init(connect: @escaping @Sendable () async throws -> any RelaySocket) { self.connect = connect }
-}
-
-/// The relay refused the WebSocket upgrade with an HTTP status (401 for a bad token).
-public struct SocketRefused: Error, Sendable, CustomStringConvertible {
-  public var status: Int
-  public init(status: Int) { self.status = status }
-  public var description: String { "the relay refused the socket with HTTP \(status)" }
 }

@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Foundation
 import TestSupport
@@ -65,8 +66,8 @@ import Testing
   ])
   func thePlainBodyParserReadsWhatJSONDecoderReads(_ text: String) throws {
     let bytes = Array(text.utf8)
-    let decoded = try? JSONDecoder().decode(Relay.PostBody.self, from: Data(bytes))
-    guard let plain = Relay.PostBody.parsePlain(bytes) else { return }  // left to JSONDecoder
+    let decoded = try? JSONDecoder().decode(MessagePost.self, from: Data(bytes))
+    guard let plain = MessagePost.parsePlain(bytes) else { return }  // left to JSONDecoder
     let expected = try #require(decoded)
     #expect(plain.requestId == expected.requestId && plain.toUserId == expected.toUserId)
     #expect(plain.content == expected.content && plain.createdAt == expected.createdAt)
@@ -74,6 +75,6 @@ import Testing
 
   @Test func thePlainBodyParserTakesTheBenchsBodies() {
     let body = Array(#"{"requestId": 1733000000000001, "toUserId": 102, "content": "12.5 xxxxxxxx"}"#.utf8)
-    #expect(Relay.PostBody.parsePlain(body)?.toUserId == 102)
+    #expect(MessagePost.parsePlain(body)?.toUserId == 102)
   }
 }

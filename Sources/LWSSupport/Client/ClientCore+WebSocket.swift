@@ -1,25 +1,12 @@
 import CWebSockets
 
-/// The C callback for every libwebsockets event of the client context: finds the
-/// ``ClientCore`` through the context's user pointer and hands the event to it.
-func syncClientCallback(
-  _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
-  _ input: UnsafeMutableRawPointer?, _ length: Int
-) -> Int32 {
-  guard let wsi, let context = lws_get_context(wsi), let core = lws_context_user(context) else {
-    return lws_callback_http_dummy(wsi, reason, user, input, length)
-  }
-  return Unmanaged<ClientCore>.fromOpaque(core).takeUnretainedValue()
-    .handle(wsi, reason, user: user, input: input, length: length)
-}
-
 /// The largest text message accepted from the relay; a larger one closes the socket (1009).
 let maximumIncomingMessage = 1 << 20
 
 // MARK: - Events, on the service thread
 
 extension ClientCore {
-  func handle(
+  package func handle(
     _ wsi: OpaquePointer, _ reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
     input: UnsafeMutableRawPointer?, length: Int
   ) -> Int32 {
@@ -27,7 +14,7 @@ extension ClientCore {
       serviceRequests()
       return 0
     }
-    // HTTP exchanges (HTTPClient+Callback.swift) share the context and this callback.
+    // HTTP exchanges (ClientCore+HTTP.swift) share the context and this callback.
     if let exchange = existingExchange(wsi) {
       return handle(exchange, wsi, reason, user: user, input: input, length: length)
     }

@@ -1,6 +1,107 @@
 import CWebSockets
 import Foundation
 
+/// One HTTP exchange the service thread is asked to run.
+package struct ExchangeRequest: Sendable {
+  var method: String
+  /// Numeric IPv4 or IPv6 address.
+  var address: String
+  var port: Int
+  /// Path and query, already encoded, the base URL's path included.
+  var path: String
+  var hostHeader: String
+  /// The `Authorization` header's value, if one is sent.
+  var authorization: String?
+  var body: [UInt8]?
+  /// `POST /v1/messages`, for error messages: no query, no token.
+  var name: String
+
+  /// A request to `address:port` (numeric) for `path` (encoded, with its query).
+  package init(
+    method: String, address: String, port: Int, path: String, hostHeader: String, authorization: String?,
+    body: [UInt8]?, name: String
+  ) {
+    self.method = method
+    self.address = address
+    self.port = port
+    self.path = path
+    self.hostHeader = hostHeader
+    self.authorization = authorization
+    self.body = body
+    self.name = name
+  }
+}
+
+/// One exchange's state on the service thread, from the request until its connection
+/// is gone.
+final class HTTPExchange {
+  let id: UInt64
+  let request: ExchangeRequest
+  var wsi: OpaquePointer?
+  /// Set once the answer's head was read.
+  var status = 0
+  var headers: [String: String] = [:]
+  /// The answer has neither `Content-Length` nor chunks: its body runs to the end of
+  /// the connection.
+  var bodyToEndOfConnection = false
+  var body: [UInt8] = []
+  /// Bytes of the request's body written so far.
+  var sent = 0
+  /// The connect info's strings, kept until the exchange is gone.
+  private var strings: [UnsafeMutablePointer<CChar>] = []
+
+  init(id: UInt64, request: ExchangeRequest) {
+    self.id = id
+    self.request = request
+  }
+
+  var reply: HTTPReply { HTTPReply(status: status, headers: headers, body: body) }
+
+  /// A C copy of `text` that lives as long as this exchange.
+  func cString(_ text: String) -> UnsafePointer<CChar> {
+    let copy = strdup(text)!
+    strings.append(copy)
+    return UnsafePointer(copy)
+  }
+
+  deinit { strings.forEach { free($0) } }
+}
+
+// MARK: - Thread-safe requests
+
+extension ClientCore {
+  /// Asks the service thread to run `request`; returns its answer. Cancelling the
+  /// calling task throws `CancellationError` at once and drops the connection.
+  package func exchange(_ request: ExchangeRequest) async throws -> HTTPReply {
+    let id = nextID()
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPReply, any Error>) in
+        let outcome = shared.withLock { state -> Result<LWSWakeHandle?, any Error> in
+          // Checked under the lock: a cancellation handler that ran before this found nothing to cancel.
+          if Task.isCancelled { return .failure(CancellationError()) }
+          if state.dead { return .failure(TransportError("the HTTP service thread stopped")) }
+          state.answering[id] = continuation
+          state.requests.append((id, request))
+          return .success(state.requestWake())
+        }
+        switch outcome {
+        case .failure(let error): continuation.resume(throwing: error)
+        case .success(let wake): wake?.wake()
+        }
+      }
+    } onCancel: {
+      let (waiting, wake) = shared.withLock {
+        state -> (CheckedContinuation<HTTPReply, any Error>?, LWSWakeHandle?) in
+        guard let waiting = state.answering.removeValue(forKey: id) else { return (nil, nil) }
+        state.abandoned.insert(id)
+        return (waiting, state.requestWake())
+      }
+      wake?.wake()
+      waiting?.resume(throwing: CancellationError())
+    }
+  }
+}
+
 /// Headers the relay sends that libwebsockets has no token for. lws keeps such a
 /// header by name (`lws_hdr_custom_copy`), but the installed 4.1 has no call that lists
 /// those names, so the ones the protocol defines are asked for one by one.
@@ -117,7 +218,7 @@ extension ClientCore {
     lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, chat_lws_to_kill_async)
   }
 
-  /// `Authorization`, `Connection: close` and, with a body, its type and length; a body
+  /// `Authorization` (when given), `Connection: close` and, with a body, its type and length; a body
   /// to send asks for writable callbacks.
   private func appendHeaders(
     _ exchange: HTTPExchange, _ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int
@@ -127,7 +228,10 @@ extension ClientCore {
     let position = input.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)
     guard let start = position.pointee else { return -1 }
     let end = start + length
-    var headers = [(WSI_TOKEN_HTTP_AUTHORIZATION, exchange.request.authorization), (WSI_TOKEN_CONNECTION, "close")]
+    var headers = [(WSI_TOKEN_CONNECTION, "close")]
+    if let authorization = exchange.request.authorization {
+      headers.insert((WSI_TOKEN_HTTP_AUTHORIZATION, authorization), at: 0)
+    }
     if let body = exchange.request.body {
       headers.append((WSI_TOKEN_HTTP_CONTENT_TYPE, "application/json"))
       headers.append((WSI_TOKEN_HTTP_CONTENT_LENGTH, String(body.count)))

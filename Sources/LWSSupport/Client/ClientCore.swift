@@ -16,12 +16,15 @@ import Foundation
 /// See https://libwebsockets.org/lws-api-doc-v4.1-stable/html/md_READMEs_README_coding.html
 // @unchecked: both properties are immutable after init; the context's C memory (the
 // protocol table, its name) is never freed since the context is never destroyed.
-final class ClientLoop: @unchecked Sendable {
+package final class ClientLoop: @unchecked Sendable {
   /// Created on first access (Swift runs a static's initializer once, thread-safely).
-  static let shared: Result<ClientLoop, TransportError> = Result { () throws(TransportError) in try ClientLoop() }
+  package static let shared: Result<ClientLoop, TransportError> = Result { () throws(TransportError) in try ClientLoop()
+  }
 
-  let core: ClientCore
+  package let core: ClientCore
   let context: OpaquePointer
+  /// The context's user pointer: `core`, the handler of its events.
+  private let user: LWSContextUser
 
   private init() throws(TransportError) {
     // Errors only, as the relay does: lws logs every connection at NOTICE by default.
@@ -30,7 +33,7 @@ final class ClientLoop: @unchecked Sendable {
     let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
     protocols.initialize(repeating: lws_protocols(), count: 2)
     protocols[0].name = UnsafePointer(strdup(clientProtocolName))
-    protocols[0].callback = syncClientCallback
+    protocols[0].callback = lwsContextCallback
     protocols[0].per_session_data_size = 0
     protocols[0].rx_buffer_size = 64 * 1024
 
@@ -38,8 +41,9 @@ final class ClientLoop: @unchecked Sendable {
     var info = lws_context_creation_info()
     info.port = CONTEXT_PORT_NO_LISTEN
     info.protocols = UnsafePointer(protocols)
-    // Unretained: the core lives as long as this loop, which is never released.
-    info.user = Unmanaged.passUnretained(core).toOpaque()
+    // The core lives as long as this loop, which is never released.
+    let user = LWSContextUser(core)
+    info.user = user.pointer
     info.gid = -1
     info.uid = -1
     // The bound on a connection attempt: TCP connect, and the answer's head (the
@@ -51,6 +55,7 @@ final class ClientLoop: @unchecked Sendable {
     }
     self.core = core
     self.context = context
+    self.user = user
     core.attach(context)
     Thread { [core] in
       // Named from inside: Foundation on Linux leaves the creator's name on the thread.
@@ -60,7 +65,7 @@ final class ClientLoop: @unchecked Sendable {
   }
 }
 
-/// The name of the context's one protocol, whose callback (`syncClientCallback`) sees
+/// The name of the context's one protocol, whose callback (`lwsContextCallback`) sees
 /// every event of every connection.
 let clientProtocolName = "chat-sync-client"
 
@@ -72,7 +77,7 @@ let clientProtocolName = "chat-sync-client"
 /// exchanges draw their ids from one counter, so an id names one or the other.
 // @unchecked: `shared` is `Locked`; every other property is touched only on the
 // service thread (the callbacks and run()).
-final class ClientCore: @unchecked Sendable {
+package final class ClientCore: LWSEventHandler, @unchecked Sendable {
   let shared = Locked(Shared())
   var context: OpaquePointer?
   var connections: [UInt64: ClientConnection] = [:]
@@ -84,7 +89,7 @@ final class ClientCore: @unchecked Sendable {
   /// What other threads hand the service thread.
   struct Shared: ~Copyable {
     /// Nil until the context exists.
-    var context: ClientWakeHandle?
+    var context: LWSWakeHandle?
     /// The service loop ended (lws_service failed): nothing more will open.
     var dead = false
     /// A wake is already on its way: further requests need not wake again.
@@ -108,7 +113,7 @@ final class ClientCore: @unchecked Sendable {
     var abandoned: Set<UInt64> = []
 
     /// The handle to wake the service thread with, unless a wake is already pending.
-    mutating func requestWake() -> ClientWakeHandle? {
+    mutating func requestWake() -> LWSWakeHandle? {
       guard !wakePending, let context else { return nil }
       wakePending = true
       return context
@@ -117,7 +122,7 @@ final class ClientCore: @unchecked Sendable {
 
   func attach(_ context: OpaquePointer) {
     self.context = context
-    shared.withLock { $0.context = ClientWakeHandle(context: context) }
+    shared.withLock { $0.context = LWSWakeHandle(context: context) }
   }
 
   /// Services the context on the calling thread, for the life of the process.
@@ -151,11 +156,11 @@ final class ClientCore: @unchecked Sendable {
   // MARK: - Thread-safe requests
 
   /// Asks the service thread to connect; returns once the socket is established.
-  func open(_ request: OpenRequest) async throws -> LWSClientSocket {
+  package func open(_ request: OpenRequest) async throws -> LWSClientSocket {
     let id = nextID()
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<LWSClientSocket, any Error>) in
-        let outcome = shared.withLock { state -> Result<ClientWakeHandle?, any Error> in
+        let outcome = shared.withLock { state -> Result<LWSWakeHandle?, any Error> in
           // Checked under the lock: a cancellation handler that ran before this found nothing to cancel.
           if Task.isCancelled { return .failure(CancellationError()) }
           if state.dead { return .failure(TransportError("the WebSocket service thread stopped")) }
@@ -183,7 +188,7 @@ final class ClientCore: @unchecked Sendable {
   }
 
   func send(_ text: String, to socket: UInt64) {
-    let wake = shared.withLock { state -> ClientWakeHandle? in
+    let wake = shared.withLock { state -> LWSWakeHandle? in
       guard state.live.contains(socket), !state.closing.contains(socket) else { return nil }
       state.queues[socket, default: []].append(text)
       state.wake.insert(socket)
@@ -193,7 +198,7 @@ final class ClientCore: @unchecked Sendable {
   }
 
   func close(_ socket: UInt64) {
-    let wake = shared.withLock { state -> ClientWakeHandle? in
+    let wake = shared.withLock { state -> LWSWakeHandle? in
       guard state.live.contains(socket), !state.closing.contains(socket) else { return nil }
       state.closing.insert(socket)
       state.wake.insert(socket)
@@ -215,15 +220,6 @@ final class ClientCore: @unchecked Sendable {
     policies[seconds] = policy
     return UnsafePointer(policy)
   }
-}
-
-/// Wakes `lws_service` from another thread.
-// @unchecked: lws_cancel_service is documented as callable from any thread, and the
-// client context is never destroyed.
-struct ClientWakeHandle: @unchecked Sendable {
-  let context: OpaquePointer
-
-  func wake() { lws_cancel_service(context) }
 }
 
 /// One connection's state on the service thread, from the connect request until

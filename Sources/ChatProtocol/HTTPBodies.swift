@@ -1,0 +1,138 @@
+// MARK: - Bodies of the HTTP requests and answers of `docs/protocol.md`
+
+/// The body of `POST /v1/messages`.
+///
+/// `{"requestId": 7, "toUserId": 2, "content": "Hi 👋", "createdAt": "2026-01-31T12:00:00.000Z"}`
+public struct MessagePost: Sendable, Hashable, Codable {
+  /// The sender's idempotency key, a positive integer unique per sender.
+  public var requestId: Int64
+  /// The recipient.
+  public var toUserId: Int64
+  /// The text, 1 to 65,536 bytes of UTF-8.
+  public var content: String
+  /// When the user wrote it (ISO 8601); the relay's time when nil.
+  public var createdAt: String?
+
+  /// A message to send.
+  public init(requestId: Int64, toUserId: Int64, content: String, createdAt: String?) {
+    self.requestId = requestId
+    self.toUserId = toUserId
+    self.content = content
+    self.createdAt = createdAt
+  }
+}
+
+/// The `201 Created` answer to `POST /v1/messages`: the message and the request it answers.
+public struct MessagePostAnswer: Sendable, Hashable, Codable {
+  /// The message as the relay stored it.
+  public var message: RelayMessage
+  /// The `requestId` of the body; optional to a client (older relays left it out).
+  public var fromMessageRequestId: Int64?
+
+  /// An answer.
+  public init(message: RelayMessage, fromMessageRequestId: Int64?) {
+    self.message = message
+    self.fromMessageRequestId = fromMessageRequestId
+  }
+}
+
+/// One page of `GET /v1/messages`: messages to the caller, and updates of its sent ones.
+public struct MessagesPage: Sendable, Hashable, Codable {
+  /// The messages after the cursor, in id order.
+  public var messages: [RelayMessage]
+  /// Whether more messages follow.
+  public var hasMore: Bool
+  /// The status updates after the update cursor, in sequence order (a client reads a
+  /// missing list as empty).
+  public var statusUpdates: [StatusUpdate]?
+
+  /// A page.
+  public init(messages: [RelayMessage], hasMore: Bool, statusUpdates: [StatusUpdate]?) {
+    self.messages = messages
+    self.hasMore = hasMore
+    self.statusUpdates = statusUpdates
+  }
+}
+
+/// `GET /v1/users?ids=…`: the profiles the caller may see.
+public struct UserList: Sendable, Hashable, Codable {
+  /// The visible ones of the ids asked for.
+  public var users: [RelayUser]
+
+  /// A list.
+  public init(users: [RelayUser]) { self.users = users }
+}
+
+/// `GET /v1/me`: whose token this is.
+public struct TokenOwner: Sendable, Hashable, Codable {
+  /// The token's user.
+  public var user: RelayUser
+
+  /// The answer for `user`.
+  public init(user: RelayUser) { self.user = user }
+}
+
+/// `GET /v1/health`: `{"ok": true, "version": 1}`.
+public struct Health: Sendable, Hashable, Codable {
+  /// Always true: the relay answers.
+  public var ok: Bool
+  /// The protocol's version.
+  public var version: Int
+
+  /// The relay's answer.
+  public init(ok: Bool = true, version: Int = 1) {
+    self.ok = ok
+    self.version = version
+  }
+}
+
+/// The body of every 4xx and 5xx answer.
+///
+/// `{"error": {"code": "bad_request", "message": "field 'toUserId': expected a positive integer", "field": "toUserId"}}`
+public struct ErrorBody: Sendable, Hashable, Codable {
+  /// What went wrong.
+  public struct Detail: Sendable, Hashable, Codable {
+    /// `bad_request`, `unauthorized`, … (the table of `docs/protocol.md`).
+    public var code: String
+    /// For a person: what was wrong, naming the field.
+    public var message: String
+    /// The field or query parameter at fault, when there is one (left out otherwise).
+    public var field: String?
+
+    /// A detail.
+    public init(code: String, message: String, field: String? = nil) {
+      self.code = code
+      self.message = message
+      self.field = field
+    }
+  }
+
+  /// The error.
+  public var error: Detail
+
+  /// A body for `error`.
+  public init(error: Detail) { self.error = error }
+}
+
+/// What the relay POSTs to `--push-webhook` for a recipient without an open socket: ids
+/// and the badge count, never the content.
+///
+/// `{"toUserId": 2, "messageId": 10916218899464192, "fromUserId": 1, "unread": 3}`
+public struct PushNotice: Sendable, Hashable, Codable {
+  /// Who the push is for.
+  public var toUserId: Int64
+  /// The message it announces.
+  public var messageId: Int64
+  /// Its sender.
+  public var fromUserId: Int64
+  /// Messages waiting for the recipient (the badge count).
+  public var unread: Int64
+
+  /// A notice.
+  public init(toUserId: Int64, messageId: Int64, fromUserId: Int64, unread: Int64) {
+    self.toUserId = toUserId
+    self.messageId = messageId
+    self.fromUserId = fromUserId
+    self.unread = unread
+  }
+}

@@ -1,0 +1,183 @@
+// MARK: - The message, the user and the status update of `docs/protocol.md`
+
+/// A message as the relay hands it out: the HTTP answers' `message` and the
+/// `new_message` event's payload.
+///
+/// `{"messageId": 10916218899464192, "fromUserId": 1, "toUserId": 2, "content": "Hi 👋",
+/// "status": "SYNCED", "createdAt": "2026-01-31T12:00:00.000Z"}`
+public struct RelayMessage: Sendable, Hashable, Codable {
+  /// The relay's time-sortable id (`ChatStore.MessageID`).
+  public var messageId: Int64
+  /// The sender.
+  public var fromUserId: Int64
+  /// The recipient.
+  public var toUserId: Int64
+  /// The text, 1 to 65,536 UTF-8 bytes.
+  public var content: String
+  /// Always `SYNCED` from the relay: `DELIVERED` and `READ` travel as status updates,
+  /// never as a changed message. Absent on the wire, it is `SYNCED`.
+  public var status: String
+  /// When the sender wrote it, as the sender's client said (ISO 8601).
+  public var createdAt: String
+
+  /// The only status the relay gives a message.
+  public static let syncedStatus = "SYNCED"
+
+  /// A message; the relay's status unless told otherwise.
+  public init(
+    messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
+    createdAt: String
+  ) {
+    self.messageId = messageId
+    self.fromUserId = fromUserId
+    self.toUserId = toUserId
+    self.content = content
+    self.status = status
+    self.createdAt = createdAt
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case messageId, fromUserId, toUserId, content, status, createdAt
+  }
+
+  /// Decodes a message; a missing `status` is `SYNCED`.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    messageId = try container.decode(Int64.self, forKey: .messageId)
+    fromUserId = try container.decode(Int64.self, forKey: .fromUserId)
+    toUserId = try container.decode(Int64.self, forKey: .toUserId)
+    content = try container.decode(String.self, forKey: .content)
+    status = try container.decodeIfPresent(String.self, forKey: .status) ?? Self.syncedStatus
+    createdAt = try container.decode(String.self, forKey: .createdAt)
+  }
+}
+
+/// A user's profile as contacts see it: `GET /v1/users/{id}`, the list form's entries,
+/// `GET /v1/me`'s `user`.
+///
+/// `{"id": 2, "name": "Bob", "avatarUrl": null, "lastConnectedAt": "2026-01-31T11:59:00.000Z"}`:
+/// the field is `avatarUrl` on the wire; nulls are written, not left out (a client
+/// stores them as such).
+public struct RelayUser: Sendable, Hashable, Codable {
+  /// The user's id: positive, chosen by whoever adds the user.
+  public var id: Int64
+  /// The display name.
+  public var name: String
+  /// The avatar's URL, if any.
+  public var avatarURL: String?
+  /// When the user last connected (ISO 8601), or nil.
+  public var lastConnectedAt: String?
+
+  /// A profile.
+  public init(id: Int64, name: String, avatarURL: String?, lastConnectedAt: String?) {
+    self.id = id
+    self.name = name
+    self.avatarURL = avatarURL
+    self.lastConnectedAt = lastConnectedAt
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case id, name
+    case avatarURL = "avatarUrl"
+    case lastConnectedAt
+  }
+
+  /// Writes every field, nulls included.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(id, forKey: .id)
+    try container.encode(name, forKey: .name)
+    try container.encode(avatarURL, forKey: .avatarURL)
+    try container.encode(lastConnectedAt, forKey: .lastConnectedAt)
+  }
+}
+
+/// A delivery or read update for one of the caller's sent messages: an entry of
+/// `GET /v1/messages`' `statusUpdates`, and the payload of the `message_delivered` and
+/// `message_read` events.
+///
+/// `{"sequence": 12, "type": "message_delivered", "messageId": 10916218899464192,
+/// "conversationId": 2, "at": "2026-01-31T12:00:01.000Z"}`
+public struct StatusUpdate: Sendable, Hashable, Codable {
+  /// What happened to the caller's message(s).
+  public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The recipient acknowledged `messageId`: the relay no longer holds it.
+    case messageDelivered = "message_delivered"
+    /// The recipient read every message of the conversation up to `messageId`.
+    case messageRead = "message_read"
+  }
+
+  /// The update's place in the caller's stream (the `lastSyncedUpdate` cursor).
+  public var sequence: Int64
+  /// What happened. The relay always says; a decoder leaves it nil when it is absent or
+  /// unknown (an event's own `type` says it too).
+  public var type: Kind?
+  /// The message delivered, or the highest message read.
+  public var messageId: Int64
+  /// The other user of the conversation, from the receiver's side.
+  public var conversationId: Int64
+  /// When the relay recorded it (ISO 8601 UTC with milliseconds).
+  public var at: String
+
+  /// An update.
+  public init(sequence: Int64, type: Kind?, messageId: Int64, conversationId: Int64, at: String) {
+    self.sequence = sequence
+    self.type = type
+    self.messageId = messageId
+    self.conversationId = conversationId
+    self.at = at
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case sequence, type, messageId, conversationId, at
+  }
+
+  /// Decodes an update; an unknown `type` (a newer relay's) is nil rather than an error.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    sequence = try container.decode(Int64.self, forKey: .sequence)
+    type = try container.decodeIfPresent(String.self, forKey: .type).flatMap(Kind.init(rawValue:))
+    messageId = try container.decode(Int64.self, forKey: .messageId)
+    conversationId = try container.decode(Int64.self, forKey: .conversationId)
+    at = try container.decode(String.self, forKey: .at)
+  }
+}
+
+/// A contact's presence and typing: the `contact_status_update` event's payload.
+///
+/// `{"userId": 2, "online": true, "lastSeenAt": null, "typing": false, "typingExpiresInMs": 0}`
+public struct ContactStatus: Sendable, Hashable, Codable {
+  /// The contact.
+  public var userId: Int64
+  /// Whether the contact has a socket open.
+  public var online: Bool
+  /// When the contact last connected or left (ISO 8601), or nil; written as null.
+  public var lastSeenAt: String?
+  /// Whether the contact is typing to the receiver (not stored by the relay).
+  public var typing: Bool?
+  /// How long the typing signal holds unless renewed (5,000 ms).
+  public var typingExpiresInMs: Int64?
+
+  /// A status.
+  public init(userId: Int64, online: Bool, lastSeenAt: String?, typing: Bool?, typingExpiresInMs: Int64?) {
+    self.userId = userId
+    self.online = online
+    self.lastSeenAt = lastSeenAt
+    self.typing = typing
+    self.typingExpiresInMs = typingExpiresInMs
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case userId, online, lastSeenAt, typing, typingExpiresInMs
+  }
+
+  /// Writes `lastSeenAt` even when null; `typing` and its expiry when known.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(userId, forKey: .userId)
+    try container.encode(online, forKey: .online)
+    try container.encode(lastSeenAt, forKey: .lastSeenAt)
+    try container.encodeIfPresent(typing, forKey: .typing)
+    try container.encodeIfPresent(typingExpiresInMs, forKey: .typingExpiresInMs)
+  }
+}

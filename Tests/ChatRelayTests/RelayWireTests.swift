@@ -1,0 +1,75 @@
+import ChatProtocol
+import ChatStore
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ChatRelay
+
+/// The relay's hand-written renderings (RelayJSON.swift, the POST answer, the event
+/// envelope) write the bytes the protocol's Codable types encode to, so the fast paths
+/// cannot drift from ChatProtocol.
+@Suite(.ownThreads) struct RelayWireTests {
+  /// Text that needs every kind of escape, and some that needs none.
+  static let texts = ["Hi 👋", "a\"b\\c/d\u{1}\u{1f}\n\t\u{8}\u{c}\r é", ""]
+
+  @Test(arguments: texts)
+  func theHandWrittenRenderingsAreTheCodableBytes(_ text: String) throws {
+    let message = RelayMessage(
+      messageId: 10_916_218_899_464_192, fromUserId: 1, toUserId: 2, content: text,
+      createdAt: "2026-01-31T12:00:00.000Z")
+    #expect(Self.rendered(message.json) == WireJSON.encode(message))
+    for user in [
+      RelayUser(id: 2, name: text, avatarURL: nil, lastConnectedAt: nil),
+      RelayUser(id: 2, name: "Bob", avatarURL: text, lastConnectedAt: "2026-01-31T11:59:00.000Z"),
+    ] {
+      #expect(Self.rendered(user.json) == WireJSON.encode(user))
+      #expect(try WireJSON.decode(RelayUser.self, from: Self.rendered(user.json)) == user)
+    }
+    for kind in StatusUpdate.Kind.allCases {
+      let update = RelayStatusUpdate(
+        sequence: 12, userId: 1, type: kind, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z")
+      #expect(Self.rendered(update.json) == WireJSON.encode(update.update))
+      #expect(
+        Array(Relay.event(update.kind.rawValue, update.json).utf8)
+          == WireJSON.encode(
+            kind == .messageRead ? ServerEvent.messageRead(update.update) : .messageDelivered(update.update)))
+      let page = MessagesPage(messages: [message, message], hasMore: true, statusUpdates: [update.update])
+      #expect(Self.rendered(page.json) == WireJSON.encode(page))
+    }
+    #expect(
+      Array(Relay.event("new_message", rendered: message.json.render(pretty: false)).utf8)
+        == WireJSON.encode(ServerEvent.newMessage(message)))
+  }
+
+  @Test func aPostIsAnsweredAndAnnouncedInTheCodableBytes() throws {
+    let folder = try Folder()
+    let relay = try Relay(databasePath: folder.path + "/relay.db")
+    let token = try relay.store.addUser(id: 1, name: "Ada", avatarURL: nil)
+    _ = try relay.store.addUser(id: 2, name: "Bob", avatarURL: nil)
+    let body = WireJSON.encode(
+      MessagePost(requestId: 7, toUserId: 2, content: Self.texts[1], createdAt: "2026-01-31T12:00:00.000Z"))
+    let response = relay.respond(
+      to: HTTPRequest(method: "POST", path: "/v1/messages", headers: ["authorization": "Bearer \(token)"], body: body))
+    #expect(response.status == 201)
+    let answer = try WireJSON.decode(MessagePostAnswer.self, from: response.body)
+    #expect(answer.message.content == Self.texts[1] && answer.fromMessageRequestId == 7)
+    #expect(response.body == WireJSON.encode(answer))
+  }
+
+  @Test func errorsAndTheOtherAnswersAreTheProtocolTypes() throws {
+    let error = APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId").response
+    #expect(
+      try WireJSON.decode(ErrorBody.self, from: error.body)
+        == ErrorBody(
+          error: .init(
+            code: "bad_request", message: "field 'toUserId': expected a positive integer",
+            field: "toUserId")))
+    // Without a field, the key is left out, as before.
+    #expect(String(decoding: APIError.unauthorized.response.body, as: UTF8.self).contains("\"field\"") == false)
+    let push = PushRecord(id: 1, toUserId: 2, messageId: 9, createdAt: "2026-01-31T12:00:00.000Z", unread: 3)
+    #expect(Self.rendered(push.json) == WireJSON.encode(push))
+  }
+
+  static func rendered(_ value: JSONValue) -> [UInt8] { Array(value.render(pretty: false).utf8) }
+}
