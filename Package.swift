@@ -48,6 +48,9 @@ let package = Package(
     .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"], swiftSettings: hotLoops),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"], swiftSettings: hotLoops),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
+    // The chat-specific command pieces chatdb and chat-sync share (search's options, result
+    // and text); ChatCLI itself holds nothing chat-specific.
+    .target(name: "ChatCommands", dependencies: ["ChatCLI", "ChatStore"]),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
     .target(name: "ChatRelay", dependencies: ["ChatStore", "CCrypto", "CWebSockets"]),
@@ -57,9 +60,9 @@ let package = Package(
     .target(name: "ChatSync", dependencies: ["ChatStore", "CWebSockets"]),
 
     // MARK: - Executables
-    .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI", "ChatCommands"]),
     .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatStore", "ChatCLI"]),
-    .executableTarget(name: "chat-sync", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chat-sync", dependencies: ["ChatSync", "ChatStore", "ChatCLI", "ChatCommands"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
     // The sync client's drivers for scripts/bench.d/sync.sh (many engines in one process);

@@ -89,7 +89,14 @@ enum ServeCommand: ParsableCommand {
     server.run()
     sources.forEach { $0.cancel() }
     log.writeLine("stopped")
-    options.database.report(
-      context, json: .object(["host": .string(options.host), "port": .int(Int64(server.port))]), text: "")
+    try options.database.report(context, Result(host: options.host, port: Int(server.port)), text: "")
+  }
+
+  /// `result`, when the relay stops: where it listened.
+  struct Result: CommandResult {
+    var host: String
+    var port: Int
+
+    static var example: Result { Result(host: "127.0.0.1", port: 8080) }
   }
 }

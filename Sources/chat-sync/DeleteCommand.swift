@@ -16,8 +16,16 @@ enum DeleteCommand: ParsableCommand {
         .notFound, "request \(options.request) is not a failed request in \(options.file.target.path)",
         path: options.file.target.path)
     }
-    options.file.report(
-      context, json: .object(["requestId": .int(options.request), "deleted": true]),
+    try options.file.report(
+      context, Result(requestId: options.request, deleted: true),
       text: "Deleted request \(options.request).")
+  }
+
+  /// `result`: the request deleted.
+  struct Result: CommandResult {
+    var requestId: Int64
+    var deleted: Bool
+
+    static var example: Result { Result(requestId: 18, deleted: true) }
   }
 }

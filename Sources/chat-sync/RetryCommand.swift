@@ -17,8 +17,16 @@ enum RetryCommand: ParsableCommand {
         path: options.file.target.path)
     }
     Nudge.send("outbox", to: options.file.target.path)
-    options.file.report(
-      context, json: .object(["requestId": .int(options.request), "status": "PENDING"]),
+    try options.file.report(
+      context, Result(requestId: options.request, status: "PENDING"),
       text: "Request \(options.request) is queued again.")
+  }
+
+  /// `result`: the request queued again, and its new status.
+  struct Result: CommandResult {
+    var requestId: Int64
+    var status: String
+
+    static var example: Result { Result(requestId: 18, status: "PENDING") }
   }
 }

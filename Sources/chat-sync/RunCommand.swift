@@ -78,9 +78,8 @@ enum RunCommand: ParsableCommand {
         case .unauthorized(let reason): (.permission, reason)
         }
       if status == .unavailable || status == .permission { throw OnceFailure(status: status, message: text) }
-      options.file.report(
-        context,
-        json: .object(["outcome": .string(status == .success ? "done" : "unsent"), "metrics": metrics.json]),
+      try options.file.report(
+        context, Result(outcome: status == .success ? "done" : "unsent", metrics: metrics.json),
         text: text + "\n" + metrics.summary, status: status)
       return
     }
@@ -113,8 +112,24 @@ enum RunCommand: ParsableCommand {
     if let reason = blocking({ await engine.haltReason }) {
       throw OnceFailure(status: .permission, message: reason)
     }
-    options.file.report(
-      context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
+    try options.file.report(
+      context, Result(outcome: "stopped", metrics: metrics.json), text: "Stopped. " + metrics.summary)
+  }
+
+  /// `result`: how the run ended (`done`, `unsent` with `--once`; `stopped`) and its
+  /// counters (`SyncMetrics`, encoded by the sync engine).
+  struct Result: CommandResult {
+    var outcome: String
+    var metrics: JSONValue
+
+    static var example: Result {
+      var metrics = SyncMetrics()
+      metrics.sent = 12
+      metrics.received = 30
+      metrics.connections = 1
+      for latency in [38.5, 41.0, 52.25] { metrics.recordLatency(latency) }
+      return Result(outcome: "done", metrics: metrics.json)
+    }
   }
 }
 
@@ -150,4 +165,5 @@ final class NudgeListenerBox: @unchecked Sendable {
 
   var isListening: Bool { listener?.isListening ?? false }
   func close() { listener?.close() }
+
 }

@@ -47,8 +47,17 @@ enum TypingCommand: ParsableCommand {
       if let error { throw OnceFailure(status: .unavailable, message: "The relay could not be reached: \(error)") }
       via = "its own socket"
     }
-    options.file.report(
-      context, json: .object(["toUserId": .int(options.to), "typing": .bool(!options.stop), "via": .string(via)]),
+    try options.file.report(
+      context, Result(toUserId: options.to, typing: !options.stop, via: via),
       text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)).")
+  }
+
+  /// `result`: what was said to whom, and how (`chat-sync run` or `its own socket`).
+  struct Result: CommandResult {
+    var toUserId: Int64
+    var typing: Bool
+    var via: String
+
+    static var example: Result { Result(toUserId: 7, typing: true, via: "chat-sync run") }
   }
 }
