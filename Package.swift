@@ -76,6 +76,7 @@ let package = Package(
     .testTarget(name: "ChatRelayTests", dependencies: ["ChatRelay", "ChatStore", "chat-relay"], exclude: ["interop"]),
     .testTarget(
       name: "ChatSyncTests", dependencies: ["ChatSync", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb"]),
-    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "ChatStore", "ChatCLI"]),
+    // The help-example test parses the three programs' command trees.
+    .testTarget(name: "chatdbTests", dependencies: ["chatdb", "chat-sync", "chat-relay", "ChatStore", "ChatCLI"]),
   ]
 )

@@ -15,6 +15,12 @@ enum ServeCommand: ParsableCommand {
     printed then. See docs/protocol.md for the API and the faults.
     """
 
+  static let examples = [
+    "chat-relay serve --db relay.db",
+    "chat-relay serve --db relay.db --port 0 --ping-seconds 20",
+    "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
+  ]
+
   struct Options: ParsableOptions {
     var database: RelayDatabase
     var host: String

@@ -12,6 +12,11 @@ enum UserAddCommand: ParsableCommand {
     (--token). A user id is a positive 64-bit integer, as in chats-<id>.db.
     """
 
+  static let examples = [
+    "chat-relay user add --db relay.db --id 42 --name Grace",
+    "chat-relay user add --db relay.db --id 7 --name Ada --avatar-url https://example.com/ada.png --json",
+  ]
+
   struct Options: ParsableOptions {
     var database: RelayDatabase
     var id: Int64
@@ -42,6 +47,11 @@ enum UserAddCommand: ParsableCommand {
 enum UserListCommand: ParsableCommand {
   static let name = "list"
   static let abstract = "List the relay's users (never their tokens)."
+
+  static let examples = [
+    "chat-relay user list --db relay.db",
+    "chat-relay user list --db relay.db --json",
+  ]
 
   struct Options: ParsableOptions {
     var database: RelayDatabase
@@ -87,6 +97,11 @@ enum UserRemoveCommand: ParsableCommand {
   static let name = "remove"
   static let abstract = "Remove a user and their tokens."
 
+  static let examples = [
+    "chat-relay user remove --db relay.db --id 7",
+    "chat-relay user remove --db relay.db --id 7 --json",
+  ]
+
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
@@ -110,6 +125,11 @@ enum UserTokenCommand: ParsableCommand {
   static let name = "token"
   static let abstract = "Give a user a new token (the old one stops working); prints it as the last line."
 
+  static let examples = [
+    "chat-relay user token --db relay.db --id 42",
+    "chat-relay user token --db relay.db --id 42 --json",
+  ]
+
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
@@ -124,6 +144,11 @@ enum UserTokenCommand: ParsableCommand {
 enum PushListCommand: ParsableCommand {
   static let name = "list"
   static let abstract = "List the push notifications recorded for users who were offline."
+
+  static let examples = [
+    "chat-relay push list --db relay.db",
+    "chat-relay push list --db relay.db --limit 10 --json",
+  ]
 
   struct Options: ParsableOptions {
     var database: RelayDatabase

@@ -6,6 +6,11 @@ enum ConversationsCommand: ParsableCommand {
   static let name = "conversations"
   static let abstract = "List conversations, newest activity first, with unread counts."
 
+  static let examples = [
+    "chat-sync conversations --user 42",
+    "chat-sync conversations --user 42 --limit 10 --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var limit: Int

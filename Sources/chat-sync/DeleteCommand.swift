@@ -7,6 +7,11 @@ enum DeleteCommand: ParsableCommand {
   static let abstract = "Delete a failed message that was never sent."
   static let discussion: String? = "Only FAILED requests can be deleted: a message being sent is never dropped."
 
+  static let examples = [
+    "chat-sync delete --user 42 18",
+    "chat-sync delete --db ./chats-42.db 18 --json",
+  ]
+
   typealias Options = RequestOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {

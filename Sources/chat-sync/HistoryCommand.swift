@@ -7,6 +7,11 @@ enum HistoryCommand: ParsableCommand {
   static let abstract = "Show a conversation: messages, then messages still being sent."
   static let discussion: String? = "Pages go back with --before <message id> (the first id of the page shown)."
 
+  static let examples = [
+    "chat-sync history --user 42 --with 7",
+    "chat-sync history --user 42 --with 7 --before 7337265813504001 --limit 20",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var with: Int64

@@ -9,6 +9,11 @@ enum ReadCommand: ParsableCommand {
   static let discussion: String? =
     "The receipt (the highest id read) is kept in the file until a 'chat-sync run' sends it."
 
+  static let examples = [
+    "chat-sync read --user 42 --with 7",
+    "chat-sync read --user 42 --with 7 --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var with: Int64

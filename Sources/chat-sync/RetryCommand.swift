@@ -7,6 +7,11 @@ enum RetryCommand: ParsableCommand {
   static let name = "retry"
   static let abstract = "Send a failed message again (\"tap to retry\")."
 
+  static let examples = [
+    "chat-sync retry --user 42 18",
+    "chat-sync retry --db ./chats-42.db 18 --json",
+  ]
+
   typealias Options = RequestOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {

@@ -16,6 +16,12 @@ enum RunCommand: ParsableCommand {
     the outbox is empty, 7 when messages are left in it, 69 when the relay is unreachable.
     """
 
+  static let examples = [
+    "chat-sync run --user 42 --server http://127.0.0.1:8080",
+    "chat-sync run --user 42 --server http://relay.example:8080 --once --deadline 30",
+    "chat-sync run --db ./chats-42.db --server http://127.0.0.1:8080 --token-file ./token --once --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var relay: RelayAccess

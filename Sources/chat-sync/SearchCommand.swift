@@ -13,6 +13,11 @@ enum SearchCommand: ParsableCommand {
     go back with --before and the 'older' cursor a page prints.
     """
 
+  static let examples = [
+    "chat-sync search --user 42 'lunch friday'",
+    "chat-sync search --user 42 --with 7 --before m7337265813504001 lunch",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var search: SearchOutput.Options

@@ -14,6 +14,11 @@ enum SendCommand: ParsableCommand {
     profile from the relay when it can be reached, else a stand-in ('user 7').
     """
 
+  static let examples = [
+    "chat-sync send --user 42 --to 7 'Lunch on Friday at noon?'",
+    "chat-sync send --user 42 --to 7 --json 'See you there'",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var relay: RelayAccess

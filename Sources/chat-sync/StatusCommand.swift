@@ -7,6 +7,11 @@ enum StatusCommand: ParsableCommand {
   static let name = "status"
   static let abstract = "Show the sync state: connection, outbox counts, last sync, cursor."
 
+  static let examples = [
+    "chat-sync status --user 42",
+    "chat-sync status --db ./chats-42.db --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     init(_ o: inout OptionReader) { file = ClientFile(&o) }

@@ -8,6 +8,11 @@ enum TypingCommand: ParsableCommand {
   static let abstract = "Tell a contact you are typing (it shows for about 5 seconds)."
   static let discussion: String? = "Sent through a running 'chat-sync run', else on a socket of its own; never stored."
 
+  static let examples = [
+    "chat-sync typing --user 42 --to 7",
+    "chat-sync typing --user 42 --to 7 --stop",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var relay: RelayAccess

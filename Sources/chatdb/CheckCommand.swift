@@ -19,6 +19,12 @@ enum CheckCommand: ParsableCommand {
     when any has findings. Opens files read-only and leaves nothing behind.
     """
 
+  static let examples = [
+    "chatdb check --user 42",
+    "chatdb check --all --jobs 2",
+    "chatdb check --db ./chats-42.db --full --json",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var full: Bool

@@ -27,6 +27,12 @@ enum EvictCommand: ParsableCommand {
     messages is reported. Ages: 12h, 90d, 6w, 1y (365 days).
     """
 
+  static let examples = [
+    "chatdb evict --user 42 --older-than 1y --dry-run",
+    "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
+    "chatdb evict --all --older-than 90d --jobs 2",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var policy: EvictionPolicy

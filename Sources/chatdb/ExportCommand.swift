@@ -17,6 +17,12 @@ enum ExportCommand: ParsableCommand {
     renamed into place only when complete (mode 0600). 'chatdb import' reads it back.
     """
 
+  static let examples = [
+    "chatdb export --user 42 -o chats-42.ndjson.zst",
+    "chatdb export --user 42 --conversation 7 --since 2026-01-01 -o - | zstd -dc | head",
+    "chatdb export --all -o backups/",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var output: String

@@ -16,6 +16,12 @@ enum GenerateCommand: ParsableCommand {
     --seed) is refused as a conflict (65) once the first clash is met.
     """
 
+  static let examples = [
+    "chatdb generate --user 1 --messages 100000 --seed 7",
+    "chatdb generate --users 50 --jobs 2",
+    "chatdb generate --user 1 --format ndjson -o history.ndjson.zst",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var fleet: Int?

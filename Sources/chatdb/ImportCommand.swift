@@ -22,6 +22,12 @@ enum ImportCommand: ParsableCommand {
     is limited to \(maximumContentBytes) bytes.
     """
 
+  static let examples = [
+    "chatdb import --user 42 history.ndjson.zst",
+    "zstd -dc history.ndjson.zst | chatdb import --user 42 -",
+    "chatdb import --user 42 --skip-bad-records --rejects rejects.ndjson history.ndjson",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var input: String

@@ -22,7 +22,8 @@ enum IndexCommand {
     subcommands: [
       Command(IndexListCommand.self), Command(IndexVerifyCommand.self), Command(IndexApplyCommand.self),
       Command(IndexAnalyzeCommand.self),
-    ]
+    ],
+    examples: ["chatdb index verify --user 42", "chatdb index apply --all --dry-run"]
   )
 
   /// The options of every index subcommand: which file(s).
@@ -40,6 +41,11 @@ enum IndexListCommand: ParsableCommand {
   static let name = "list"
   static let abstract =
     "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it."
+  static let examples = [
+    "chatdb index list --user 42",
+    "chatdb index list --all",
+  ]
+
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {
@@ -109,6 +115,11 @@ enum IndexVerifyCommand: ParsableCommand {
     --full compares its entries with an index built afresh from the rows (about a \
     minute for 1,000,000 messages): exit 4 when it differs.
     """
+
+  static let examples = [
+    "chatdb index verify --user 42",
+    "chatdb index verify --all --full",
+  ]
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -223,6 +234,12 @@ enum IndexApplyCommand: ParsableCommand {
     that turned triggers off); about half a minute for 1,000,000 messages.
     """
 
+  static let examples = [
+    "chatdb index apply --user 42 --dry-run",
+    "chatdb index apply --all --drop-unknown",
+    "chatdb index apply --user 42 --rebuild-search",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var dropUnknown: Bool
@@ -288,6 +305,11 @@ enum IndexAnalyzeCommand: ParsableCommand {
   static let name = "analyze"
   static let abstract =
     "Run ANALYZE and PRAGMA optimize, and report what changed in the planner's statistics (sqlite_stat1)."
+  static let examples = [
+    "chatdb index analyze --user 42",
+    "chatdb index analyze --all --json",
+  ]
+
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {

@@ -14,6 +14,12 @@ enum MigrateCommand: ParsableCommand {
     downgrades are refused. A file already at the target version is only read.
     """
 
+  static let examples = [
+    "chatdb migrate --user 42",
+    "chatdb migrate --all --dry-run",
+    "chatdb migrate --db ./chats-42.db --to 5 --no-backup",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var version: Int?

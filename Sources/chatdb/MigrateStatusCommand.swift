@@ -8,6 +8,11 @@ enum MigrateStatusCommand: ParsableCommand {
   static let discussion: String? =
     "Reads the file read-only and leaves nothing behind; the size counts the database and its -wal."
 
+  static let examples = [
+    "chatdb migrate status --user 42",
+    "chatdb migrate status --all --json",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     init(_ o: inout OptionReader) { store = StoreSelection(&o, all: true) }

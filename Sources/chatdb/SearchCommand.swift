@@ -18,6 +18,12 @@ enum SearchCommand: ParsableCommand {
     file read-only.
     """
 
+  static let examples = [
+    "chatdb search --user 42 'lunch friday'",
+    "chatdb search --user 42 --with 7 --limit 10 'café'",
+    "chatdb search --user 42 --before m7337265813504001 lunch",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var search: SearchOutput.Options

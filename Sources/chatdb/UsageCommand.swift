@@ -26,6 +26,12 @@ enum UsageCommand: ParsableCommand {
     as 'evict --dry-run'. --check makes the exit code the level: 0 ok, 2 low, 3 critical.
     """
 
+  static let examples = [
+    "chatdb usage --user 42",
+    "chatdb usage --all --top 3",
+    "chatdb usage --all --check --warn-below 10% --critical-below 2%",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var low: DiskThreshold?

@@ -14,6 +14,12 @@ enum VacuumCommand: ParsableCommand {
     file (mode 0600) and leaves the original as it was.
     """
 
+  static let examples = [
+    "chatdb vacuum --user 42",
+    "chatdb vacuum --all",
+    "chatdb vacuum --user 42 --into /backups/chats-42.db",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var into: String?
