@@ -113,9 +113,9 @@ enum JSONReference {
     return lines.joined(separator: "\n") + "\n"
   }
 
-  /// `| \`path\` | type |` rows for every member of the objects in `values` (merged, in
-  /// first-seen order; `[]` marks an array's elements), "or null" where the type says
-  /// the member is optional.
+  /// `| \`path\` | type |` rows for every member of the objects in `values` (merged and
+  /// sorted by path; `[]` marks an array's elements), "or null" where the type says the
+  /// member is optional.
   static func table(_ values: [JSONValue], optional: Set<String>) -> [String] {
     var order: [String] = []
     var types: [String: [String]] = [:]
