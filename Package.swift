@@ -50,6 +50,9 @@ let package = Package(
     // handle both use, and the client context (one service thread) with its HTTP client and
     // WebSockets, used by chat-sync and by the relay's push webhook.
     .target(name: "LWSSupport", dependencies: ["ChatStore", "CWebSockets"]),
+    // The chat-specific command pieces chatdb and chat-sync share (search's options, result
+    // and text); ChatCLI itself holds nothing chat-specific.
+    .target(name: "ChatCommands", dependencies: ["ChatCLI", "ChatStore"]),
     // The reference backend: Store/ is its durable state (relay.db), Server/ its HTTP and
     // WebSocket side on libwebsockets, Relay the protocol between them.
     .target(name: "ChatRelay", dependencies: ["ChatStore", "ChatProtocol", "LWSSupport", "CCrypto", "CWebSockets"]),
@@ -59,9 +62,10 @@ let package = Package(
     .target(name: "ChatSync", dependencies: ["ChatStore", "ChatProtocol", "LWSSupport"]),
 
     // MARK: - Executables
-    .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI"]),
-    .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatStore", "ChatCLI"]),
-    .executableTarget(name: "chat-sync", dependencies: ["ChatSync", "ChatStore", "ChatCLI"]),
+    .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI", "ChatCommands"]),
+    .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatProtocol", "ChatStore", "ChatCLI"]),
+    .executableTarget(
+      name: "chat-sync", dependencies: ["ChatSync", "ChatProtocol", "ChatStore", "ChatCLI", "ChatCommands"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
     // The sync client's drivers for scripts/bench.d/sync.sh (many engines in one process);
@@ -83,6 +87,8 @@ let package = Package(
       dependencies: [
         "TestSupport", "ChatSync", "ChatProtocol", "ChatStore", "ChatRelay", "chat-relay", "chat-sync", "chatdb",
       ]),
-    .testTarget(name: "chatdbTests", dependencies: ["TestSupport", "chatdb", "ChatStore", "ChatCLI"]),
+    // The help-example test parses the three programs' command trees.
+    .testTarget(
+      name: "chatdbTests", dependencies: ["TestSupport", "chatdb", "chat-sync", "chat-relay", "ChatStore", "ChatCLI"]),
   ]
 )

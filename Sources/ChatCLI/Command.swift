@@ -12,9 +12,18 @@ public struct Command: Sendable {
   public var options: [Option]
   /// Child commands.
   public var subcommands: [Command]
+  /// Command lines shown under EXAMPLES at the end of the help, e.g. `chatdb check --all`.
+  public var examples: [String]
   /// The action; `nil` for a pure group, which prints its help when invoked without a subcommand.
   /// It reports through the context and throws what ends the command.
   public var run: (@Sendable (ParsedArguments, CommandContext) throws -> Void)?
+  /// Reads and validates the options from parsed arguments without running anything
+  /// (a usage error is thrown as `UsageError`); `nil` for a group.
+  public var check: (@Sendable (ParsedArguments) throws -> Void)?
+  /// Examples of the command's JSON `result`, for `docs/json.md`; empty for a group.
+  public var resultExamples: [any CommandResult]
+  /// An example of what the command adds to the envelope's `summary`, for `docs/json.md`.
+  public var summaryExample: (any Encodable & Sendable)?
 
   /// Creates a command; every part but the name is optional.
   public init(
@@ -24,6 +33,7 @@ public struct Command: Sendable {
     arguments: [Argument] = [],
     options: [Option] = [],
     subcommands: [Command] = [],
+    examples: [String] = [],
     run: (@Sendable (ParsedArguments, CommandContext) throws -> Void)? = nil
   ) {
     self.name = name
@@ -32,7 +42,11 @@ public struct Command: Sendable {
     self.arguments = arguments
     self.options = options
     self.subcommands = subcommands
+    self.examples = examples
     self.run = run
+    self.check = nil
+    self.resultExamples = []
+    self.summaryExample = nil
   }
 
   /// A runnable command from its type: the options are declared by running
@@ -43,24 +57,33 @@ public struct Command: Sendable {
     _ = C.Options(&describing)
     self.init(
       name: C.name, abstract: C.abstract, discussion: C.discussion, arguments: describing.arguments,
-      options: describing.options, subcommands: subcommands
+      options: describing.options, subcommands: subcommands, examples: C.examples
     ) { parsed, context in
-      var reader = OptionReader(mode: .reading(parsed))
-      let options = C.Options(&reader)
-      if let message = reader.firstError { throw parsed.usageError(message) }
-      do {
-        try options.validate()
-        try C.run(options, in: context)
-      } catch let error as ValidationError {
+      let options = try Self.read(C.self, parsed)
+      do { try C.run(options, in: context) } catch let error as ValidationError {
         throw parsed.usageError(error.description)
       }
     }
+    check = { parsed in _ = try Self.read(C.self, parsed) }
+    resultExamples = C.Result.allExamples
+    summaryExample = C.Result.summaryExample
+  }
+
+  /// The options of `C` read from `parsed` and validated; every conversion and
+  /// `validate()` error is a usage error.
+  private static func read<C: ParsableCommand>(_: C.Type, _ parsed: ParsedArguments) throws -> C.Options {
+    var reader = OptionReader(mode: .reading(parsed))
+    let options = C.Options(&reader)
+    if let message = reader.firstError { throw parsed.usageError(message) }
+    do { try options.validate() } catch let error as ValidationError { throw parsed.usageError(error.description) }
+    return options
   }
 
   /// A command group: its help lists `subcommands`.
-  public static func group(name: String, abstract: String, discussion: String? = nil, subcommands: [Command]) -> Command
-  {
-    Command(name: name, abstract: abstract, discussion: discussion, subcommands: subcommands)
+  public static func group(
+    name: String, abstract: String, discussion: String? = nil, subcommands: [Command], examples: [String] = []
+  ) -> Command {
+    Command(name: name, abstract: abstract, discussion: discussion, subcommands: subcommands, examples: examples)
   }
 
   /// Returns a copy where `shared` is appended to the options of every runnable command
@@ -71,6 +94,11 @@ public struct Command: Sendable {
     if run != nil { copy.options += shared }
     copy.subcommands = subcommands.map { $0.addingOptions(shared) }
     return copy
+  }
+
+  /// This command if it runs, else the first runnable one below it (depth first).
+  var firstRunnable: Command? {
+    run != nil ? self : subcommands.lazy.compactMap(\.firstRunnable).first
   }
 
   /// The declared option that has `name` among its names, if any.
@@ -117,7 +145,7 @@ public struct Option: Sendable {
   public static let help = Option.flag("-h", "--help", help: "Show help information.")
   /// The `--json` flag every runnable command gets from `CommandLineTool`.
   public static let json = Option.flag(
-    "--json", help: "Print the result as JSON (the envelope described in the README).")
+    "--json", help: "Print the result as JSON (the envelope described in docs/json.md).")
   /// The automatic `--version` flag of the root command.
   public static let version = Option.flag("--version", help: "Show the version.")
 
@@ -172,16 +200,22 @@ public protocol ExitCodeProviding: Error {
 /// ```
 public protocol ParsableCommand: SendableMetatype {
   associatedtype Options: ParsableOptions
+  /// The JSON `result` the command reports for a file (see `CommandResult`).
+  associatedtype Result: CommandResult
   /// The word that selects the command.
   static var name: String { get }
   /// One-line summary (OVERVIEW and the parent's SUBCOMMANDS list).
   static var abstract: String { get }
   /// Paragraphs shown after OVERVIEW.
   static var discussion: String? { get }
+  /// Two or three command lines shown under EXAMPLES at the end of the help; a test
+  /// parses every one.
+  static var examples: [String] { get }
   /// Does the work; results and errors go through `context`, a thrown error ends the command.
   static func run(_ options: Options, in context: CommandContext) throws
 }
 
 extension ParsableCommand {
   public static var discussion: String? { nil }
+  public static var examples: [String] { [] }
 }

@@ -36,6 +36,15 @@ public struct CommandLineTool: Sendable {
         "Error: argument \(position) is not valid UTF-8 text; \(root.name) reads every argument as UTF-8")
       return ExitCode.usage.rawValue
     }
+    // Hidden: this program's part of docs/json.md, for scripts/docs.
+    if arguments.first == "--json-reference" {
+      if arguments.dropFirst() == ["envelope"], let sample = root.firstRunnable {
+        stdout.write(JSONReference.envelope(program: root.name, sample: sample))
+      } else {
+        stdout.write(JSONReference.results(root))
+      }
+      return ExitCode.success.rawValue
+    }
     switch parse(arguments) {
     case .help(let text):
       stdout.write(text)

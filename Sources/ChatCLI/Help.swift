@@ -61,6 +61,9 @@ enum Help {
         list("SUBCOMMANDS:", command.subcommands.map { ($0.name, $0.abstract) })
           + "\n\n  See '\(helpPath) <subcommand>' for detailed help.")
     }
+    if !command.examples.isEmpty {
+      sections.append((["EXAMPLES:"] + command.examples.map { "  " + $0 }).joined(separator: "\n"))
+    }
     return sections.joined(separator: "\n\n") + "\n"
   }
 

@@ -31,11 +31,13 @@ struct RelayDatabase: Sendable {
   }
 
   /// The one-file report every relay command gives.
-  func report(_ context: CommandContext, json: JSONValue, text: String, totals: [String: Int64] = [:]) {
+  func report(_ context: CommandContext, _ result: some CommandResult, text: String, totals: [String: Int64] = [:])
+    throws
+  {
     context.report([
       FileReport(
         target: FileTarget(path: path, userID: nil),
-        outcome: .success(FileResult(json: json, text: text, totals: totals)))
+        outcome: .success(try FileResult(result, text: text, totals: totals)))
     ])
   }
 }

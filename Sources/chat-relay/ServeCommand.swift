@@ -15,6 +15,12 @@ enum ServeCommand: ParsableCommand {
     printed then. See docs/protocol.md for the API and the faults.
     """
 
+  static let examples = [
+    "chat-relay serve --db relay.db",
+    "chat-relay serve --db relay.db --port 0 --ping-seconds 20",
+    "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
+  ]
+
   struct Options: ParsableOptions {
     var database: RelayDatabase
     var host: String
@@ -89,7 +95,14 @@ enum ServeCommand: ParsableCommand {
     server.run()
     sources.forEach { $0.cancel() }
     log.writeLine("stopped")
-    options.database.report(
-      context, json: .object(["host": .string(options.host), "port": .int(Int64(server.port))]), text: "")
+    try options.database.report(context, Result(host: options.host, port: Int(server.port)), text: "")
+  }
+
+  /// `result`, when the relay stops: where it listened.
+  struct Result: CommandResult {
+    var host: String
+    var port: Int
+
+    static var example: Result { Result(host: "127.0.0.1", port: 8080) }
   }
 }

@@ -1,15 +1,22 @@
 import ChatCLI
+import ChatProtocol
 import ChatRelay
 import ChatStore
 
 /// `chat-relay user add`: a new user and their first token.
 enum UserAddCommand: ParsableCommand {
+  typealias Result = TokenResult
   static let name = "add"
   static let abstract = "Add a user; prints their new token as the last line."
   static let discussion: String? = """
     The token is shown once: the relay keeps only its SHA-256. Give it to chat-sync \
     (--token). A user id is a positive 64-bit integer, as in chats-<id>.db.
     """
+
+  static let examples = [
+    "chat-relay user add --db relay.db --id 42 --name Grace",
+    "chat-relay user add --db relay.db --id 7 --name Ada --avatar-url https://example.com/ada.png --json",
+  ]
 
   struct Options: ParsableOptions {
     var database: RelayDatabase
@@ -31,8 +38,8 @@ enum UserAddCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let store = try RelayStore(path: options.database.path)
     let token = try store.addUser(id: options.id, name: options.name, avatarURL: options.avatarURL)
-    options.database.report(
-      context, json: .object(["userId": .int(options.id), "token": .string(token)]),
+    try options.database.report(
+      context, TokenResult(userId: options.id, token: token),
       text: "Added user \(options.id) (\(options.name)). Token (shown once):\n\(token)")
   }
 }
@@ -41,6 +48,11 @@ enum UserAddCommand: ParsableCommand {
 enum UserListCommand: ParsableCommand {
   static let name = "list"
   static let abstract = "List the relay's users (never their tokens)."
+
+  static let examples = [
+    "chat-relay user list --db relay.db",
+    "chat-relay user list --db relay.db --json",
+  ]
 
   struct Options: ParsableOptions {
     var database: RelayDatabase
@@ -53,9 +65,21 @@ enum UserListCommand: ParsableCommand {
       columns: [.init("ID", alignment: .right), .init("NAME"), .init("AVATAR"), .init("LAST CONNECTED")],
       rows: users.map { [String($0.id), $0.name, $0.avatarURL ?? "", $0.lastConnectedAt ?? "never"] }
     ).render()
-    options.database.report(
-      context, json: .object(["users": .array(users.map(\.json))]), text: table + "\(users.count) user(s)",
+    try options.database.report(
+      context, Result(users: users), text: table + "\(users.count) user(s)",
       totals: ["users": Int64(users.count)])
+  }
+
+  /// `result`: every user (`RelayUser`, as the protocol writes it), never a token.
+  struct Result: CommandResult {
+    var users: [RelayUser]
+
+    static var example: Result {
+      Result(users: [
+        RelayUser(id: 7, name: "Ada", avatarURL: "https://example.com/ada.png", lastConnectedAt: nil),
+        RelayUser(id: 42, name: "Grace", avatarURL: nil, lastConnectedAt: "2026-12-01T12:03:00.412Z"),
+      ])
+    }
   }
 }
 
@@ -74,26 +98,45 @@ enum UserRemoveCommand: ParsableCommand {
   static let name = "remove"
   static let abstract = "Remove a user and their tokens."
 
+  static let examples = [
+    "chat-relay user remove --db relay.db --id 7",
+    "chat-relay user remove --db relay.db --id 7 --json",
+  ]
+
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     try options.database.existing().removeUser(id: options.id)
-    options.database.report(
-      context, json: .object(["userId": .int(options.id), "removed": true]), text: "Removed user \(options.id)")
+    try options.database.report(
+      context, Result(userId: options.id, removed: true), text: "Removed user \(options.id)")
+  }
+
+  /// `result`: the user removed.
+  struct Result: CommandResult {
+    var userId: Int64
+    var removed: Bool
+
+    static var example: Result { Result(userId: 7, removed: true) }
   }
 }
 
 /// `chat-relay user token`: rotate a user's token.
 enum UserTokenCommand: ParsableCommand {
+  typealias Result = TokenResult
   static let name = "token"
   static let abstract = "Give a user a new token (the old one stops working); prints it as the last line."
+
+  static let examples = [
+    "chat-relay user token --db relay.db --id 42",
+    "chat-relay user token --db relay.db --id 42 --json",
+  ]
 
   typealias Options = UserIDOptions
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let token = try options.database.existing().rotateToken(id: options.id)
-    options.database.report(
-      context, json: .object(["userId": .int(options.id), "token": .string(token)]),
+    try options.database.report(
+      context, TokenResult(userId: options.id, token: token),
       text: "New token for user \(options.id) (shown once; the old one no longer works):\n\(token)")
   }
 }
@@ -102,6 +145,11 @@ enum UserTokenCommand: ParsableCommand {
 enum PushListCommand: ParsableCommand {
   static let name = "list"
   static let abstract = "List the push notifications recorded for users who were offline."
+
+  static let examples = [
+    "chat-relay push list --db relay.db",
+    "chat-relay push list --db relay.db --limit 10 --json",
+  ]
 
   struct Options: ParsableOptions {
     var database: RelayDatabase
@@ -124,8 +172,28 @@ enum PushListCommand: ParsableCommand {
       ],
       rows: pushes.map { [String($0.id), String($0.toUserId), String($0.messageId), $0.createdAt] }
     ).render()
-    options.database.report(
-      context, json: .object(["pushes": .array(pushes.map(\.json))]), text: table + "\(pushes.count) push record(s)",
+    try options.database.report(
+      context, Result(pushes: pushes), text: table + "\(pushes.count) push record(s)",
       totals: ["pushes": Int64(pushes.count)])
   }
+
+  /// `result`: the newest push records (`PushRecord`, as the protocol writes it).
+  struct Result: CommandResult {
+    var pushes: [PushRecord]
+
+    static var example: Result {
+      Result(pushes: [
+        PushRecord(
+          id: 3, toUserId: 7, messageId: 7_337_265_813_504_001, createdAt: "2026-12-01T12:02:41.180Z", unread: 2)
+      ])
+    }
+  }
+}
+
+/// The `result` of `user add` and `user token`: the user's new token (shown once).
+struct TokenResult: CommandResult {
+  var userId: Int64
+  var token: String
+
+  static var example: TokenResult { TokenResult(userId: 7, token: "ct_4f9a1c2e7b3d5a8e0c6f2b9d1e4a7c3f") }
 }

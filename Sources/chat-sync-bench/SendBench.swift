@@ -13,6 +13,8 @@ import Foundation
 /// Each request's `created_at` is the moment it was queued; the relay keeps it, so the
 /// recipient's `Messages` row carries it too (the start of the send-to-receive latency).
 enum SendBench: ParsableCommand {
+  /// Prints its own JSON line for scripts/bench, not the envelope.
+  typealias Result = EmptyResult
   static let name = "send"
   static let abstract = "Queue messages into a file's outbox at a fixed rate, nudging its 'chat-sync run'."
 

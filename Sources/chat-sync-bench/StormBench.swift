@@ -20,6 +20,8 @@ import Foundation
 /// seconds (its own CPU time, to catch a spinning client), writes `--out` and stops the
 /// engines.
 enum StormBench: ParsableCommand {
+  /// Prints its own JSON line for scripts/bench, not the envelope.
+  typealias Result = EmptyResult
   static let name = "storm"
   static let abstract = "Run many sync engines in one process and record their reconnects around a relay restart."
 

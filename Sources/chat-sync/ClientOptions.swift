@@ -39,8 +39,9 @@ struct ClientFile: Sendable {
   }
 
   /// The one-file report every `chat-sync` command gives.
-  func report(_ context: CommandContext, json: JSONValue, text: String, status: ExitCode = .success) {
-    context.report([FileReport(target: target, outcome: .success(FileResult(json: json, text: text, status: status)))])
+  func report(_ context: CommandContext, _ result: some CommandResult, text: String, status: ExitCode = .success) throws
+  {
+    context.report([FileReport(target: target, outcome: .success(try FileResult(result, text: text, status: status)))])
   }
 }
 

@@ -6,6 +6,11 @@ enum ConversationsCommand: ParsableCommand {
   static let name = "conversations"
   static let abstract = "List conversations, newest activity first, with unread counts."
 
+  static let examples = [
+    "chat-sync conversations --user 42",
+    "chat-sync conversations --user 42 --limit 10 --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var limit: Int
@@ -30,17 +35,35 @@ enum ConversationsCommand: ParsableCommand {
         [String($0.contact.id), $0.contact.name, String($0.unreadCount), $0.lastActivityAt, $0.summary]
       }
     ).render()
-    options.file.report(
+    try options.file.report(
       context,
-      json: .object([
-        "conversations": .array(
-          list.map {
-            .object([
-              "userId": .int($0.contact.id), "name": .string($0.contact.name), "unread": .int(Int64($0.unreadCount)),
-              "lastActivityAt": .string($0.lastActivityAt), "summary": .string($0.summary),
-            ])
-          })
-      ]),
+      Result(
+        conversations: list.map {
+          .init(
+            userId: $0.contact.id, name: $0.contact.name, unread: $0.unreadCount, lastActivityAt: $0.lastActivityAt,
+            summary: $0.summary)
+        }),
       text: table + "\(list.count) conversation(s)")
+  }
+
+  /// `result`: the conversations, newest activity first.
+  struct Result: CommandResult {
+    struct Conversation: Encodable {
+      var userId: Int64
+      var name: String
+      var unread: Int
+      var lastActivityAt: String
+      /// The last message's text, shortened.
+      var summary: String
+    }
+    var conversations: [Conversation]
+
+    static var example: Result {
+      Result(conversations: [
+        Conversation(
+          userId: 7, name: "Ada", unread: 2, lastActivityAt: "2026-12-01T12:02:41.180Z",
+          summary: "Lunch on Friday at noon?")
+      ])
+    }
   }
 }

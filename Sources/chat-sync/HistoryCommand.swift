@@ -7,6 +7,11 @@ enum HistoryCommand: ParsableCommand {
   static let abstract = "Show a conversation: messages, then messages still being sent."
   static let discussion: String? = "Pages go back with --before <message id> (the first id of the page shown)."
 
+  static let examples = [
+    "chat-sync history --user 42 --with 7",
+    "chat-sync history --user 42 --with 7 --before 7337265813504001 --limit 20",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var with: Int64
@@ -31,35 +36,82 @@ enum HistoryCommand: ParsableCommand {
       conversation: options.with, before: options.before.map { .message(id: $0) }, limit: options.limit)
     let owner = repository.ownerID
     var lines: [String] = []
-    var items: [JSONValue] = []
+    var items: [Result.Item] = []
     for item in page.items {
       switch item {
       case .message(let m):
         let arrow = m.fromUserID == owner ? "→" : "←"
         lines.append("\(m.createdAt) \(arrow) \(m.content)  [\(m.status.rawValue) #\(m.id)]")
         items.append(
-          .object([
-            "messageId": .int(m.id), "fromUserId": .int(m.fromUserID), "toUserId": .int(m.toUserID),
-            "content": .string(m.content),
-            "status": .string(m.status.rawValue), "createdAt": .string(m.createdAt),
-          ]))
+          .message(
+            .init(
+              messageId: m.id, fromUserId: m.fromUserID, toUserId: m.toUserID, content: m.content,
+              status: m.status.rawValue, createdAt: m.createdAt)))
       case .request(let r):
         let state = r.isPermanentlyFailed ? "FAILED: \(r.failReason ?? "")" : r.status.rawValue
         lines.append("\(r.createdAt) → \(r.content)  [\(state) request \(r.requestID)]")
         items.append(
-          .object([
-            "requestId": .int(r.requestID), "toUserId": .int(r.toUserID), "content": .string(r.content),
-            "status": .string(r.status.rawValue), "createdAt": .string(r.createdAt),
-            "failCount": .int(Int64(r.failCount)),
-            "failReason": r.failReason.map { .string($0) } ?? .null,
-          ]))
+          .request(
+            .init(
+              requestId: r.requestID, toUserId: r.toUserID, content: r.content, status: r.status.rawValue,
+              createdAt: r.createdAt, failCount: r.failCount, failReason: r.failReason)))
       }
     }
-    var older: JSONValue = .null
-    if case .message(let id)? = page.older { older = .int(id) }
+    var older: Int64?
+    if case .message(let id)? = page.older { older = id }
     if case .message(let id)? = page.older { lines.append("(older: --before \(id))") }
-    options.file.report(
-      context, json: .object(["items": .array(items), "olderBefore": older]),
+    try options.file.report(
+      context, Result(items: items, olderBefore: older),
       text: lines.isEmpty ? "No messages with user \(options.with)." : lines.joined(separator: "\n"))
+  }
+
+  /// `result`: the page, oldest first (messages, then requests still being sent), and
+  /// the `--before` of the page before it (null: this is the first page).
+  struct Result: CommandResult {
+    enum Item: Encodable {
+      case message(Message)
+      case request(Request)
+
+      func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .message(let message): try message.encode(to: encoder)
+        case .request(let request): try request.encode(to: encoder)
+        }
+      }
+    }
+    struct Message: Encodable {
+      var messageId: Int64
+      var fromUserId: Int64
+      var toUserId: Int64
+      var content: String
+      var status: String
+      var createdAt: String
+    }
+    struct Request: Encodable {
+      var requestId: Int64
+      var toUserId: Int64
+      var content: String
+      var status: String
+      var createdAt: String
+      var failCount: Int
+      var failReason: String?
+    }
+    var items: [Item]
+    var olderBefore: Int64?
+
+    static var example: Result {
+      Result(
+        items: [
+          .message(
+            Message(
+              messageId: 7_337_265_813_504_001, fromUserId: 7, toUserId: 42, content: "Friday lunch works for me",
+              status: "READ", createdAt: "2026-11-28T09:30:00.000Z")),
+          .request(
+            Request(
+              requestId: 18, toUserId: 7, content: "Lunch on Friday at noon?", status: "FAILED",
+              createdAt: "2026-12-01T12:02:41.180Z", failCount: 3, failReason: "the relay answered 503")),
+        ],
+        olderBefore: 7_337_265_813_504_001)
+    }
   }
 }

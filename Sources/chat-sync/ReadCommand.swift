@@ -9,6 +9,11 @@ enum ReadCommand: ParsableCommand {
   static let discussion: String? =
     "The receipt (the highest id read) is kept in the file until a 'chat-sync run' sends it."
 
+  static let examples = [
+    "chat-sync read --user 42 --with 7",
+    "chat-sync read --user 42 --with 7 --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var with: Int64
@@ -24,11 +29,18 @@ enum ReadCommand: ParsableCommand {
     let highest = try repository.markRead(conversation: options.with)
     if let highest { try repository.queueReadReceipt(conversation: options.with, upTo: highest) }
     let nudged = highest != nil && Nudge.send("read", to: options.file.target.path)
-    options.file.report(
-      context,
-      json: .object([
-        "conversation": .int(options.with), "readUpTo": highest.map { .int($0) } ?? .null, "runNudged": .bool(nudged),
-      ]),
+    try options.file.report(
+      context, Result(conversation: options.with, readUpTo: highest, runNudged: nudged),
       text: highest.map { "Read up to message \($0)." } ?? "Nothing unread from user \(options.with).")
+  }
+
+  /// `result`: the highest message id marked read (null: nothing was unread), and
+  /// whether a running `chat-sync run` was told to send the receipt.
+  struct Result: CommandResult {
+    var conversation: Int64
+    var readUpTo: Int64?
+    var runNudged: Bool
+
+    static var example: Result { Result(conversation: 7, readUpTo: 7_337_265_813_504_001, runNudged: true) }
   }
 }

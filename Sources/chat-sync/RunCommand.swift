@@ -16,6 +16,12 @@ enum RunCommand: ParsableCommand {
     the outbox is empty, 7 when messages are left in it, 69 when the relay is unreachable.
     """
 
+  static let examples = [
+    "chat-sync run --user 42 --server http://127.0.0.1:8080",
+    "chat-sync run --user 42 --server http://relay.example:8080 --once --deadline 30",
+    "chat-sync run --db ./chats-42.db --server http://127.0.0.1:8080 --token-file ./token --once --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var relay: RelayAccess
@@ -78,9 +84,8 @@ enum RunCommand: ParsableCommand {
         case .unauthorized(let reason): (.permission, reason)
         }
       if status == .unavailable || status == .permission { throw OnceFailure(status: status, message: text) }
-      options.file.report(
-        context,
-        json: .object(["outcome": .string(status == .success ? "done" : "unsent"), "metrics": metrics.json]),
+      try options.file.report(
+        context, Result(outcome: status == .success ? "done" : "unsent", metrics: metrics),
         text: text + "\n" + metrics.summary, status: status)
       return
     }
@@ -113,8 +118,24 @@ enum RunCommand: ParsableCommand {
     if let reason = blocking({ await engine.haltReason }) {
       throw OnceFailure(status: .permission, message: reason)
     }
-    options.file.report(
-      context, json: .object(["outcome": "stopped", "metrics": metrics.json]), text: "Stopped. " + metrics.summary)
+    try options.file.report(
+      context, Result(outcome: "stopped", metrics: metrics), text: "Stopped. " + metrics.summary)
+  }
+
+  /// `result`: how the run ended (`done`, `unsent` with `--once`; `stopped`) and its
+  /// counters (`SyncMetrics`).
+  struct Result: CommandResult {
+    var outcome: String
+    var metrics: SyncMetrics
+
+    static var example: Result {
+      var metrics = SyncMetrics()
+      metrics.sent = 12
+      metrics.received = 30
+      metrics.connections = 1
+      for latency in [38.5, 41.0, 52.25] { metrics.recordLatency(latency) }
+      return Result(outcome: "done", metrics: metrics)
+    }
   }
 }
 
@@ -150,4 +171,5 @@ final class NudgeListenerBox: @unchecked Sendable {
 
   var isListening: Bool { listener?.isListening ?? false }
   func close() { listener?.close() }
+
 }

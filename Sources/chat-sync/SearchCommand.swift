@@ -1,8 +1,10 @@
 import ChatCLI
+import ChatCommands
 import ChatStore
 
 /// `chat-sync search TEXT`: the app's search box, through `ChatRepository.search`.
 enum SearchCommand: ParsableCommand {
+  typealias Result = SearchOutput.Result
   static let name = "search"
   static let abstract = "Find messages and messages still being sent by their text, newest first."
   static let discussion: String? = """
@@ -10,6 +12,11 @@ enum SearchCommand: ParsableCommand {
     accents ignored), CJK characters anywhere in a run, query syntax is text. Pages \
     go back with --before and the 'older' cursor a page prints.
     """
+
+  static let examples = [
+    "chat-sync search --user 42 'lunch friday'",
+    "chat-sync search --user 42 --with 7 --before m7337265813504001 lunch",
+  ]
 
   struct Options: ParsableOptions {
     var file: ClientFile
@@ -28,8 +35,8 @@ enum SearchCommand: ParsableCommand {
     let repository = try options.file.open(create: false)
     let page = try options.search.search(repository)
     let query = options.search.text
-    options.file.report(
-      context, json: SearchOutput.json(page, query: query),
+    try options.file.report(
+      context, Result(page, query: query),
       text: SearchOutput.text(page, owner: repository.ownerID, query: query))
   }
 }

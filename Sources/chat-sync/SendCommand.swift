@@ -14,6 +14,11 @@ enum SendCommand: ParsableCommand {
     profile from the relay when it can be reached, else a stand-in ('user 7').
     """
 
+  static let examples = [
+    "chat-sync send --user 42 --to 7 'Lunch on Friday at noon?'",
+    "chat-sync send --user 42 --to 7 --json 'See you there'",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     var relay: RelayAccess
@@ -49,14 +54,26 @@ enum SendCommand: ParsableCommand {
     }
     let request = try repository.send(to: options.to, content: options.text)
     let nudged = Nudge.send("outbox", to: options.file.target.path)
-    options.file.report(
+    try options.file.report(
       context,
-      json: .object([
-        "requestId": .int(request.requestID), "toUserId": .int(request.toUserID),
-        "status": .string(request.status.rawValue),
-        "createdAt": .string(request.createdAt), "runNudged": .bool(nudged),
-      ]),
+      Result(
+        requestId: request.requestID, toUserId: request.toUserID, status: request.status.rawValue,
+        createdAt: request.createdAt, runNudged: nudged),
       text: "Queued request \(request.requestID) to user \(options.to)"
         + (nudged ? "; 'chat-sync run' is sending it." : "; the next 'chat-sync run' sends it."))
+  }
+
+  /// `result`: the request queued in the outbox, and whether a running `chat-sync run`
+  /// was told to send it.
+  struct Result: CommandResult {
+    var requestId: Int64
+    var toUserId: Int64
+    var status: String
+    var createdAt: String
+    var runNudged: Bool
+
+    static var example: Result {
+      Result(requestId: 18, toUserId: 7, status: "PENDING", createdAt: "2026-12-01T12:02:41.180Z", runNudged: true)
+    }
   }
 }

@@ -7,6 +7,11 @@ enum StatusCommand: ParsableCommand {
   static let name = "status"
   static let abstract = "Show the sync state: connection, outbox counts, last sync, cursor."
 
+  static let examples = [
+    "chat-sync status --user 42",
+    "chat-sync status --db ./chats-42.db --json",
+  ]
+
   struct Options: ParsableOptions {
     var file: ClientFile
     init(_ o: inout OptionReader) { file = ClientFile(&o) }
@@ -38,25 +43,63 @@ enum StatusCommand: ParsableCommand {
       lines.append(
         "  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed") (\(when))")
     }
-    options.file.report(
+    try options.file.report(
       context,
-      json: .object([
-        "running": .bool(running), "state": .string(state), "lastSyncAt": lastSync.map { .string($0) } ?? .null,
-        "cursor": .object(["messages": .int(cursor.messages), "updates": .int(cursor.updates)]),
-        "failed": .array(
-          failed.map {
-            .object([
-              "requestId": .int($0.requestID), "toUserId": .int($0.toUserID),
-              "reason": $0.failReason.map { .string($0) } ?? .null,
-              "permanent": .bool($0.isPermanentlyFailed), "failCount": .int(Int64($0.failCount)),
-            ])
-          }),
-        "outbox": .object(
-          Dictionary(
-            uniqueKeysWithValues: ["PENDING", "SENT", "FAILED", "permanent"].map {
-              ($0, JSONValue.int(Int64(counts[$0] ?? 0)))
-            })),
-      ]),
+      Result(
+        running: running, state: state, lastSyncAt: lastSync,
+        cursor: .init(messages: cursor.messages, updates: cursor.updates),
+        failed: failed.map {
+          .init(
+            requestId: $0.requestID, toUserId: $0.toUserID, reason: $0.failReason,
+            permanent: $0.isPermanentlyFailed, failCount: $0.failCount)
+        },
+        outbox: .init(
+          pending: counts["PENDING"] ?? 0, sent: counts["SENT"] ?? 0, failed: counts["FAILED"] ?? 0,
+          permanent: counts["permanent"] ?? 0)),
       text: lines.joined(separator: "\n"))
+  }
+
+  /// `result`: whether `chat-sync run` is running, the sync cursor, the outbox by status
+  /// and the requests that failed.
+  struct Result: CommandResult {
+    struct Cursor: Encodable {
+      var messages: Int64
+      var updates: Int64
+    }
+    struct Failed: Encodable {
+      var requestId: Int64
+      var toUserId: Int64
+      var reason: String?
+      var permanent: Bool
+      var failCount: Int
+    }
+    struct Outbox: Encodable {
+      var pending: Int
+      var sent: Int
+      var failed: Int
+      /// Failed for good: only `chat-sync retry` sends them again.
+      var permanent: Int
+
+      enum CodingKeys: String, CodingKey {
+        case pending = "PENDING"
+        case sent = "SENT"
+        case failed = "FAILED"
+        case permanent
+      }
+    }
+    var running: Bool
+    var state: String
+    var lastSyncAt: String?
+    var cursor: Cursor
+    var failed: [Failed]
+    var outbox: Outbox
+
+    static var example: Result {
+      Result(
+        running: true, state: "connected", lastSyncAt: "2026-12-01T12:03:00.412Z",
+        cursor: Cursor(messages: 7_337_265_813_504_001, updates: 1_204),
+        failed: [Failed(requestId: 18, toUserId: 7, reason: "the relay answered 503", permanent: false, failCount: 3)],
+        outbox: Outbox(pending: 2, sent: 0, failed: 1, permanent: 0))
+    }
   }
 }

@@ -1,4 +1,5 @@
 import ChatCLI
+import ChatProtocol
 import ChatStore
 import ChatSync
 
@@ -7,6 +8,11 @@ enum TypingCommand: ParsableCommand {
   static let name = "typing"
   static let abstract = "Tell a contact you are typing (it shows for about 5 seconds)."
   static let discussion: String? = "Sent through a running 'chat-sync run', else on a socket of its own; never stored."
+
+  static let examples = [
+    "chat-sync typing --user 42 --to 7",
+    "chat-sync typing --user 42 --to 7 --stop",
+  ]
 
   struct Options: ParsableOptions {
     var file: ClientFile
@@ -30,9 +36,7 @@ enum TypingCommand: ParsableCommand {
       guard try options.relay.requireIdentity(try options.file.owner(), http: http, timeout: 10) else {
         throw OnceFailure(status: .unavailable, message: "The relay could not be reached")
       }
-      let event = JSONValue.object([
-        "type": "typing", "payload": .object(["toUserId": .int(options.to), "typing": .bool(!options.stop)]),
-      ]).render(pretty: false)
+      let event = WireJSON.string(ClientEvent.typing(TypingSignal(toUserId: options.to, typing: !options.stop)))
       let error: String? = blocking {
         do {
           let socket = try await connector.connect()
@@ -47,8 +51,17 @@ enum TypingCommand: ParsableCommand {
       if let error { throw OnceFailure(status: .unavailable, message: "The relay could not be reached: \(error)") }
       via = "its own socket"
     }
-    options.file.report(
-      context, json: .object(["toUserId": .int(options.to), "typing": .bool(!options.stop), "via": .string(via)]),
+    try options.file.report(
+      context, Result(toUserId: options.to, typing: !options.stop, via: via),
       text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)).")
+  }
+
+  /// `result`: what was said to whom, and how (`chat-sync run` or `its own socket`).
+  struct Result: CommandResult {
+    var toUserId: Int64
+    var typing: Bool
+    var via: String
+
+    static var example: Result { Result(toUserId: 7, typing: true, via: "chat-sync run") }
   }
 }

@@ -21,6 +21,8 @@ struct BenchFile {
 /// `chatdb-bench reads`: the conversation screen and chat list on a big file, against
 /// the queries a naive schema would run.
 enum ReadPathBench: ParsableCommand {
+  /// Prints its own JSON line for scripts/bench, not the envelope.
+  typealias Result = EmptyResult
   static let name = "reads"
   static let abstract = "Time timeline pages (newest and deep), the conversation list and unread counts."
 

@@ -5,6 +5,8 @@ import Foundation
 /// `chatdb-bench search`: `ChatRepository.search` (newest 50) for a rare and a common
 /// word and a CJK pair, against `LIKE '%word%'` on the same file.
 enum SearchBench: ParsableCommand {
+  /// Prints its own JSON line for scripts/bench, not the envelope.
+  typealias Result = EmptyResult
   static let name = "search"
   static let abstract = "Time searches (newest 50) through the search index against a LIKE scan."
 

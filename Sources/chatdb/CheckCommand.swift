@@ -4,8 +4,6 @@ import ChatStore
 
 /// `chatdb check`: integrity, foreign keys, schema health and data sanity of one file
 /// or every file in the data folder.
-/// `chatdb check`: integrity, foreign keys, schema health and data sanity of one file
-/// or every file in the data folder.
 enum CheckCommand: ParsableCommand {
   static let name = "check"
   static let abstract = "Check chat databases: integrity, foreign keys, schema health and data sanity."
@@ -20,6 +18,12 @@ enum CheckCommand: ParsableCommand {
     missing, 75 locked). With --all: 1 when any file could not be checked, else 4 \
     when any has findings. Opens files read-only and leaves nothing behind.
     """
+
+  static let examples = [
+    "chatdb check --user 42",
+    "chatdb check --all --jobs 2",
+    "chatdb check --db ./chats-42.db --full --json",
+  ]
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -45,8 +49,8 @@ enum CheckCommand: ParsableCommand {
       case .damaged(let reason): throw StoreError(.notADatabase, reason, path: target.path)
       case .failed(let kind, let reason): throw StoreError(kind, reason, path: target.path)
       }
-      return FileResult(
-        json: reportJSON(report), text: text(report),
+      return try FileResult(
+        Result(report), text: text(report),
         row: [
           report.version.map(String.init) ?? "-", state(report),
           report.findings.map { "\($0.check) ×\($0.count)" }.joined(separator: ", "),
@@ -92,16 +96,40 @@ enum CheckCommand: ParsableCommand {
 
   // MARK: - JSON
 
-  static func reportJSON(_ report: HealthReport) -> JSONValue {
-    .object([
-      "version": report.version.map { .int(Int64($0)) } ?? .null, "clean": .bool(report.isClean),
-      "findings": .array(
-        report.findings.map {
-          .object([
-            "check": .string($0.check), "severity": .string($0.severity.rawValue), "count": .int($0.count),
-            "detail": .string($0.detail),
-          ])
-        }),
-    ])
+  /// `result`: the file's schema version and what the checks found.
+  struct Result: CommandResult {
+    struct Finding: Encodable {
+      var check: String
+      var severity: String
+      var count: Int64
+      var detail: String
+    }
+    var version: Int?
+    var clean: Bool
+    var findings: [Finding]
+
+    init(version: Int?, clean: Bool, findings: [Finding]) {
+      self.version = version
+      self.clean = clean
+      self.findings = findings
+    }
+
+    init(_ report: HealthReport) {
+      self.init(
+        version: report.version, clean: report.isClean,
+        findings: report.findings.map {
+          Finding(check: $0.check, severity: $0.severity.rawValue, count: $0.count, detail: $0.detail)
+        })
+    }
+
+    static var example: Result {
+      Result(
+        version: 6, clean: false,
+        findings: [
+          Finding(
+            check: "request-sent-without-time", severity: "error", count: 2,
+            detail: "SENT requests without last_sent_at: 17, 18")
+        ])
+    }
   }
 }

@@ -27,6 +27,12 @@ enum EvictCommand: ParsableCommand {
     messages is reported. Ages: 12h, 90d, 6w, 1y (365 days).
     """
 
+  static let examples = [
+    "chatdb evict --user 42 --older-than 1y --dry-run",
+    "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
+    "chatdb evict --all --older-than 90d --jobs 2",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var policy: EvictionPolicy
@@ -92,8 +98,8 @@ enum EvictCommand: ParsableCommand {
       let names = (try? userNames(target.path)) ?? [:]
       if options.dryRun {
         let plan = try dryRun(path: target.path, policy: options.policy)
-        return FileResult(
-          json: planJSON(plan), text: planText(plan, path: target.path, names: names),
+        return try FileResult(
+          Result.plan(Result.Plan(plan)), text: planText(plan, path: target.path, names: names),
           row: [
             String(plan.messages), ByteCount.format(plan.fileBytes), plan.expectedSize.map(ByteCount.format) ?? "-",
           ],
@@ -107,8 +113,8 @@ enum EvictCommand: ParsableCommand {
         progress.update(completed: done)
       }
       let elapsed = seconds(since: started)
-      return FileResult(
-        json: resultJSON(result, seconds: elapsed),
+      return try FileResult(
+        Result.evicted(Result.Evicted(result, seconds: elapsed)),
         text: resultText(result, path: target.path, names: names, seconds: elapsed),
         row: [String(result.deletedMessages), ByteCount.format(result.sizeBefore), ByteCount.format(result.sizeAfter)],
         totals: ["messages": result.deletedMessages, "bytesFreed": result.freedBytes])
@@ -171,25 +177,6 @@ enum EvictCommand: ParsableCommand {
     return text
   }
 
-  static func planJSON(_ plan: EvictionPlan) -> JSONValue {
-    .object([
-      "dryRun": true, "cutoff": plan.cutoff.map { .string($0) } ?? .null, "messages": .int(plan.messages),
-      "bytes": plan.bytes.map { .int($0) } ?? .null, "pageSize": .int(plan.pageSize), "fileBytes": .int(plan.fileBytes),
-      "usedBytes": .int(plan.usedBytes), "freeBytes": .int(plan.freeBytes),
-      "expectedSize": plan.expectedSize.map { .int($0) } ?? .null,
-      "maxSize": plan.policy.maxSize.map { .int($0) } ?? .null, "targetReachable": .bool(plan.targetReachable),
-      "note": plan.note.map { .string($0) } ?? .null,
-      "unknownConversations": .array(plan.unknownConversations.map { .int($0) }),
-      "conversations": .array(
-        plan.conversations.map {
-          .object([
-            "id": .int($0.id), "messages": .int($0.messages), "bytes": $0.bytes.map { .int($0) } ?? .null,
-            "lastId": .int($0.lastID),
-          ])
-        }),
-    ])
-  }
-
   static func resultText(_ r: EvictionResult, path: String, names: [Int64: String], seconds: Double) -> String {
     var text =
       "\(path): deleted \(r.deletedMessages) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
@@ -215,23 +202,128 @@ enum EvictCommand: ParsableCommand {
     return "this file has no messages in conversation(s) \(ids); nothing was planned for them"
   }
 
-  static func resultJSON(_ r: EvictionResult, seconds: Double) -> JSONValue {
-    .object([
-      "dryRun": false, "deletedMessages": .int(r.deletedMessages), "chunks": .int(Int64(r.chunks)),
-      "maxChunkMillis": .double((r.maxChunkMillis * 10).rounded() / 10),
-      "p99ChunkMillis": .double((r.p99ChunkMillis * 10).rounded() / 10), "slowChunks": .int(Int64(r.slowChunks)),
-      "interruptedChunks": .int(Int64(r.interruptedChunks)),
-      "vacuumMillis": r.vacuumMillis.map { .double($0.rounded()) } ?? .null, "sizeBefore": .int(r.sizeBefore),
-      "sizeAfter": .int(r.sizeAfter), "freedBytes": .int(r.freedBytes), "fileSizeAfter": .int(r.fileSizeAfter),
-      "reclaim": .string(r.reclaim.rawValue),
-      "maxSize": r.plan.policy.maxSize.map { .int($0) } ?? .null,
-      "targetReached": r.targetReached.map { .bool($0) } ?? .null, "note": r.note.map { .string($0) } ?? .null,
-      "unknownConversations": .array(r.plan.unknownConversations.map { .int($0) }),
-      "cutoff": r.plan.cutoff.map { .string($0) } ?? .null, "seconds": .double((seconds * 1000).rounded() / 1000),
-      "conversations": .array(
-        r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
-          .object(["id": .int($0.key), "messages": .int($0.value)])
-        }),
-    ])
+  // MARK: - Result
+
+  /// `result`: with `--dry-run` the plan (`dryRun: true`), else what was deleted and freed.
+  enum Result: CommandResult {
+    case plan(Plan)
+    case evicted(Evicted)
+
+    func encode(to encoder: any Encoder) throws {
+      switch self {
+      case .plan(let plan): try plan.encode(to: encoder)
+      case .evicted(let evicted): try evicted.encode(to: encoder)
+      }
+    }
+
+    /// What `--dry-run` would delete.
+    struct Plan: Encodable {
+      struct Conversation: Encodable {
+        var id: Int64
+        var messages: Int64
+        var bytes: Int64?
+        var lastId: Int64
+      }
+      var dryRun = true
+      var cutoff: String?
+      var messages: Int64
+      var bytes: Int64?
+      var pageSize: Int64
+      var fileBytes: Int64
+      var usedBytes: Int64
+      var freeBytes: Int64
+      var expectedSize: Int64?
+      var maxSize: Int64?
+      var targetReachable: Bool
+      var note: String?
+      var unknownConversations: [Int64]
+      var conversations: [Conversation]
+    }
+
+    /// What was deleted, how long the write lock was held, and the sizes before and after.
+    struct Evicted: Encodable {
+      struct Conversation: Encodable {
+        var id: Int64
+        var messages: Int64
+      }
+      var dryRun = false
+      var deletedMessages: Int64
+      var chunks: Int
+      var maxChunkMillis: Double
+      var p99ChunkMillis: Double
+      var slowChunks: Int
+      var interruptedChunks: Int
+      var vacuumMillis: Double?
+      var sizeBefore: Int64
+      var sizeAfter: Int64
+      var freedBytes: Int64
+      var fileSizeAfter: Int64
+      /// How the free pages went back to the file system (`none`, `incremental_vacuum`, `vacuum`, `automatic`).
+      var reclaim: String
+      var maxSize: Int64?
+      var targetReached: Bool?
+      var note: String?
+      var unknownConversations: [Int64]
+      var cutoff: String?
+      var seconds: Double
+      var conversations: [Conversation]
+    }
+
+    static var example: Result {
+      .evicted(
+        Evicted(
+          deletedMessages: 120_000, chunks: 48, maxChunkMillis: 17.9, p99ChunkMillis: 17.2, slowChunks: 0,
+          interruptedChunks: 0, vacuumMillis: 840, sizeBefore: 524_288_000, sizeAfter: 421_527_552,
+          freedBytes: 102_760_448, fileSizeAfter: 421_527_552, reclaim: "vacuum", maxSize: 419_430_400,
+          targetReached: false,
+          note: "the file is 421527552 bytes, 2097152 over the target of 419430400 bytes: the plan's estimate was "
+            + "short (deleted rows leave partly filled pages); running the same command again plans from the "
+            + "measured size",
+          unknownConversations: [12], cutoff: "2026-06-01T00:00:00.000Z", seconds: 2.431,
+          conversations: [.init(id: 7, messages: 80_000), .init(id: 9, messages: 40_000)]))
+    }
+
+    static var otherExamples: [Result] {
+      [
+        .plan(
+          Plan(
+            cutoff: "2026-06-01T00:00:00.000Z", messages: 120_000, bytes: 98_566_144, pageSize: 4096,
+            fileBytes: 524_288_000, usedBytes: 520_093_696, freeBytes: 4_194_304, expectedSize: 419_430_400,
+            maxSize: 419_430_400, targetReachable: true,
+            note: "sizes are estimates: the file has no dbstat table", unknownConversations: [12],
+            conversations: [
+              Plan.Conversation(id: 7, messages: 80_000, bytes: 65_710_080, lastId: 7_341_120_000_123)
+            ]))
+      ]
+    }
+  }
+}
+
+extension EvictCommand.Result.Plan {
+  init(_ plan: EvictionPlan) {
+    self.init(
+      cutoff: plan.cutoff, messages: plan.messages, bytes: plan.bytes, pageSize: plan.pageSize,
+      fileBytes: plan.fileBytes, usedBytes: plan.usedBytes, freeBytes: plan.freeBytes,
+      expectedSize: plan.expectedSize, maxSize: plan.policy.maxSize, targetReachable: plan.targetReachable,
+      note: plan.note, unknownConversations: plan.unknownConversations,
+      conversations: plan.conversations.map {
+        Conversation(id: $0.id, messages: $0.messages, bytes: $0.bytes, lastId: $0.lastID)
+      })
+  }
+}
+
+extension EvictCommand.Result.Evicted {
+  init(_ r: EvictionResult, seconds: Double) {
+    self.init(
+      deletedMessages: r.deletedMessages, chunks: r.chunks, maxChunkMillis: (r.maxChunkMillis * 10).rounded() / 10,
+      p99ChunkMillis: (r.p99ChunkMillis * 10).rounded() / 10, slowChunks: r.slowChunks,
+      interruptedChunks: r.interruptedChunks, vacuumMillis: r.vacuumMillis.map { $0.rounded() },
+      sizeBefore: r.sizeBefore, sizeAfter: r.sizeAfter, freedBytes: r.freedBytes, fileSizeAfter: r.fileSizeAfter,
+      reclaim: r.reclaim.rawValue, maxSize: r.plan.policy.maxSize, targetReached: r.targetReached, note: r.note,
+      unknownConversations: r.plan.unknownConversations, cutoff: r.plan.cutoff,
+      seconds: (seconds * 1000).rounded() / 1000,
+      conversations: r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
+        Conversation(id: $0.key, messages: $0.value)
+      })
   }
 }

@@ -17,6 +17,12 @@ enum ExportCommand: ParsableCommand {
     renamed into place only when complete (mode 0600). 'chatdb import' reads it back.
     """
 
+  static let examples = [
+    "chatdb export --user 42 -o chats-42.ndjson.zst",
+    "chatdb export --user 42 --conversation 7 --since 2026-01-01 -o - | zstd -dc | head",
+    "chatdb export --all -o backups/",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var output: String
@@ -122,17 +128,37 @@ enum ExportCommand: ParsableCommand {
     try file?.commit()
     let bytesOut = zstdSink?.compressedBytes ?? sink.bytesWritten
     let elapsed = seconds(since: started)
-    return FileResult(
-      json: .object([
-        "output": .string(output), "compression": .string(zstd ? "zstd" : "none"), "users": .int(counts.users),
-        "messages": .int(counts.messages), "requests": .int(counts.requests), "bytesIn": .int(sink.bytesWritten),
-        "bytesOut": .int(bytesOut), "seconds": .double(elapsed),
-      ]),
+    return try FileResult(
+      Result(
+        output: output, compression: zstd ? "zstd" : "none", users: counts.users, messages: counts.messages,
+        requests: counts.requests, bytesIn: sink.bytesWritten, bytesOut: bytesOut, seconds: elapsed),
       text:
         "\(target.path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
         + "\(ByteCount.format(sink.bytesWritten)) of NDJSON"
         + (zstd ? " in \(ByteCount.format(bytesOut)) of zstd" : "") + " (\(String(format: "%.2f", elapsed)) s)",
       row: [String(counts.messages), ByteCount.format(bytesOut), output],
       totals: ["messages": counts.messages, "bytesOut": bytesOut])
+  }
+
+  /// `result`: where the history went and how much of it.
+  struct Result: CommandResult {
+    /// The file written (`-`: standard output).
+    var output: String
+    /// `zstd` or `none`.
+    var compression: String
+    var users: Int64
+    var messages: Int64
+    var requests: Int64
+    /// Bytes of NDJSON.
+    var bytesIn: Int64
+    /// Bytes written (compressed).
+    var bytesOut: Int64
+    var seconds: Double
+
+    static var example: Result {
+      Result(
+        output: "chats-42.ndjson.zst", compression: "zstd", users: 200, messages: 100_000, requests: 50,
+        bytesIn: 31_457_280, bytesOut: 6_291_456, seconds: 0.92)
+    }
   }
 }

@@ -16,6 +16,12 @@ enum GenerateCommand: ParsableCommand {
     --seed) is refused as a conflict (65) once the first clash is met.
     """
 
+  static let examples = [
+    "chatdb generate --user 1 --messages 100000 --seed 7",
+    "chatdb generate --users 50 --jobs 2",
+    "chatdb generate --user 1 --format ndjson -o history.ndjson.zst",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var fleet: Int?
@@ -135,7 +141,7 @@ enum GenerateCommand: ParsableCommand {
           FileReport(
             target: FileTarget(path: options.output ?? "-", userID: generatorOptions.owner), outcome: .success(result))
         ],
-        summary: ["seed": .int(Int64(bitPattern: base.seed)), "seconds": .double(seconds(since: started))])
+        summary: Summary(seed: Int64(bitPattern: base.seed), seconds: seconds(since: started)))
       return
     }
     let targets: [FileTarget] =
@@ -167,11 +173,11 @@ enum GenerateCommand: ParsableCommand {
         }
         if pipelined { try Pipeline<RecordWriter.Prepared>.run(generate, into: emit) } else { try generate(emit) }
       }) { progress.update(completed: $0.records, total: perUser) }
-      return FileResult(
-        json: .object([
-          "records": .int(summary.records), "messages": .int(summary.messages), "users": .int(summary.users),
-          "requests": .int(summary.requests), "unchanged": .int(summary.unchanged),
-        ]),
+      return try FileResult(
+        Result.database(
+          .init(
+            records: summary.records, messages: summary.messages, users: summary.users, requests: summary.requests,
+            unchanged: summary.unchanged)),
         text: "", row: [String(summary.records), String(summary.messages), String(summary.unchanged)],
         totals: ["records": summary.records, "messages": summary.messages])
     }
@@ -183,7 +189,7 @@ enum GenerateCommand: ParsableCommand {
           .init("RECORDS", alignment: .right), .init("MESSAGES", alignment: .right),
           .init("UNCHANGED", alignment: .right),
         ] : nil,
-      summary: ["seed": .int(Int64(bitPattern: base.seed)), "seconds": .double(elapsed)],
+      summary: Summary(seed: Int64(bitPattern: base.seed), seconds: elapsed),
       summaryLine: "Generated \(reports.total("records")) records for \(reports.count - reports.failedCount) user(s) "
         + "in \(String(format: "%.2f", elapsed)) s (seed \(base.seed))"
         + (reports.failedCount > 0 ? "; \(reports.failedCount) failed" : ""))
@@ -210,10 +216,55 @@ enum GenerateCommand: ParsableCommand {
     try writer.flush(to: sink)
     try sink.finish()
     try file?.commit()
-    return FileResult(
-      json: .object(["output": .string(path ?? "-"), "records": .int(count)]),
+    return try FileResult(
+      Result.stream(.init(output: path ?? "-", records: count)),
       text:
         "Generated \(count) records for user \(generator.options.owner) into \(path ?? "standard output") (seed \(generator.options.seed))",
       totals: ["records": count])
+  }
+
+  // MARK: - Result
+
+  /// `result`: the records written into a database, or with `--format ndjson` to a stream.
+  enum Result: CommandResult {
+    case database(Database)
+    case stream(Stream)
+
+    func encode(to encoder: any Encoder) throws {
+      switch self {
+      case .database(let database): try database.encode(to: encoder)
+      case .stream(let stream): try stream.encode(to: encoder)
+      }
+    }
+
+    /// What was written into the file (`unchanged`: records the file already held).
+    struct Database: Encodable {
+      var records: Int64
+      var messages: Int64
+      var users: Int64
+      var requests: Int64
+      var unchanged: Int64
+    }
+
+    /// `--format ndjson`: where the records went (`-`: standard output).
+    struct Stream: Encodable {
+      var output: String
+      var records: Int64
+    }
+
+    static var example: Result {
+      .database(Database(records: 100_250, messages: 100_000, users: 200, requests: 50, unchanged: 0))
+    }
+
+    static var otherExamples: [Result] { [.stream(Stream(output: "history.ndjson.zst", records: 100_250))] }
+
+    static var summaryExample: (any Encodable & Sendable)? { Summary(seed: 42, seconds: 3.18) }
+  }
+
+  /// The envelope's `summary` beside the file counts.
+  struct Summary: Encodable, Sendable {
+    /// The seed that fixes every record (give it to `--seed` to make the same history).
+    var seed: Int64
+    var seconds: Double
   }
 }

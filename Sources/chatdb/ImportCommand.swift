@@ -22,6 +22,12 @@ enum ImportCommand: ParsableCommand {
     is limited to \(maximumContentBytes) bytes.
     """
 
+  static let examples = [
+    "chatdb import --user 42 history.ndjson.zst",
+    "zstd -dc history.ndjson.zst | chatdb import --user 42 -",
+    "chatdb import --user 42 --skip-bad-records --rejects rejects.ndjson history.ndjson",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var input: String
@@ -95,7 +101,7 @@ enum ImportCommand: ParsableCommand {
         FileSystem.removeDatabase(atPath: temporary)
         throw error
       }
-      return result(summary, owner: header.userID, created: true, started: started, options, path)
+      return try result(summary, owner: header.userID, created: true, started: started, options, path)
     }
     // Otherwise a whole-file check first: a damaged export is refused before anything
     // changes, and the decoded size tells how much room the import needs.
@@ -125,7 +131,7 @@ enum ImportCommand: ParsableCommand {
       if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { FileSystem.removeDatabase(atPath: path) }
       throw error
     }
-    return result(summary, owner: resolvedOwner, created: created, started: started, options, path)
+    return try result(summary, owner: resolvedOwner, created: created, started: started, options, path)
   }
 
   /// A database takes about 1.5× its NDJSON; zstd NDJSON is about 4× smaller.
@@ -163,17 +169,15 @@ enum ImportCommand: ParsableCommand {
   static func result(
     _ summary: ImportSummary, owner resolvedOwner: Int64, created: Bool, started: DispatchTime, _ options: Options,
     _ path: String
-  ) -> FileResult {
+  ) throws -> FileResult {
     let input = options.input
     let elapsed = seconds(since: started)
-    return FileResult(
-      json: .object([
-        "input": .string(input), "owner": .int(resolvedOwner), "records": .int(summary.records),
-        "users": .int(summary.users),
-        "messages": .int(summary.messages), "requests": .int(summary.requests), "unchanged": .int(summary.unchanged),
-        "rejected": .int(summary.rejected), "batches": .int(summary.batches), "bytesIn": .int(summary.bytesIn),
-        "seconds": .double(elapsed), "rejects": options.rejects.map { .string($0) } ?? .null, "created": .bool(created),
-      ]),
+    return try FileResult(
+      Result(
+        input: input, owner: resolvedOwner, records: summary.records, users: summary.users,
+        messages: summary.messages, requests: summary.requests, unchanged: summary.unchanged,
+        rejected: summary.rejected, batches: summary.batches, bytesIn: summary.bytesIn, seconds: elapsed,
+        rejects: options.rejects, created: created),
       text:
         "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
         + "\(summary.messages) messages, \(summary.users) users, \(summary.requests) requests changed; "
@@ -202,6 +206,34 @@ enum ImportCommand: ParsableCommand {
     try rejects?.commit()
     return (summary, resolvedOwner)
   }
+
+  /// `result`: what the import read, changed, kept and rejected.
+  struct Result: CommandResult {
+    /// The file read (`-`: standard input).
+    var input: String
+    var owner: Int64
+    var records: Int64
+    var users: Int64
+    var messages: Int64
+    var requests: Int64
+    /// Records the file already held as they are.
+    var unchanged: Int64
+    var rejected: Int64
+    var batches: Int64
+    var bytesIn: Int64
+    var seconds: Double
+    /// `--rejects`: where the rejected lines went.
+    var rejects: String?
+    /// The database file did not exist before.
+    var created: Bool
+
+    static var example: Result {
+      Result(
+        input: "history.ndjson.zst", owner: 42, records: 100_250, users: 200, messages: 100_000, requests: 50,
+        unchanged: 0, rejected: 2, batches: 21, bytesIn: 31_457_280, seconds: 1.84, rejects: "rejects.ndjson",
+        created: true)
+    }
+  }
 }
 
 /// Whether two paths name the same existing file (device and inode), or the same path.
@@ -210,4 +242,5 @@ private func sameFile(_ a: String, _ b: String) -> Bool {
   var y = stat()
   if stat(a, &x) == 0 && stat(b, &y) == 0 { return x.st_dev == y.st_dev && x.st_ino == y.st_ino }
   return URL(fileURLWithPath: a).standardizedFileURL.path == URL(fileURLWithPath: b).standardizedFileURL.path
+
 }

@@ -22,7 +22,8 @@ enum IndexCommand {
     subcommands: [
       Command(IndexListCommand.self), Command(IndexVerifyCommand.self), Command(IndexApplyCommand.self),
       Command(IndexAnalyzeCommand.self),
-    ]
+    ],
+    examples: ["chatdb index verify --user 42", "chatdb index apply --all --dry-run"]
   )
 
   /// The options of every index subcommand: which file(s).
@@ -40,6 +41,11 @@ enum IndexListCommand: ParsableCommand {
   static let name = "list"
   static let abstract =
     "Show every index: table, columns, size, and whether the schema expects it, lacks it or does not know it."
+  static let examples = [
+    "chatdb index list --user 42",
+    "chatdb index list --all",
+  ]
+
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {
@@ -57,16 +63,13 @@ enum IndexListCommand: ParsableCommand {
           [$0.name, $0.table, $0.columns.joined(separator: ", "), ByteCount.format($0.bytes), $0.state.rawValue]
         }
       ).render()
-      return FileResult(
-        json: .object([
-          "indexes": .array(
-            entries.map {
-              .object([
-                "name": .string($0.name), "table": .string($0.table), "columns": .array($0.columns.map { .string($0) }),
-                "bytes": .int($0.bytes), "state": .string($0.state.rawValue), "sql": .string($0.sql),
-              ])
-            })
-        ]),
+      return try FileResult(
+        Result(
+          indexes: entries.map {
+            .init(
+              name: $0.name, table: $0.table, columns: $0.columns, bytes: $0.bytes, state: $0.state.rawValue,
+              sql: $0.sql)
+          }),
         text: table + "\(entries.count) index(es): \(missing) missing, \(unknown) unknown",
         row: [String(entries.count), String(missing), String(unknown)])
     }
@@ -76,6 +79,28 @@ enum IndexListCommand: ParsableCommand {
         ? [
           .init("INDEXES", alignment: .right), .init("MISSING", alignment: .right), .init("UNKNOWN", alignment: .right),
         ] : nil)
+  }
+
+  /// `result`: every index of the file.
+  struct Result: CommandResult {
+    struct Index: Encodable {
+      var name: String
+      var table: String
+      var columns: [String]
+      var bytes: Int64
+      /// `expected`, `missing` or `unknown`.
+      var state: String
+      var sql: String
+    }
+    var indexes: [Index]
+
+    static var example: Result {
+      Result(indexes: [
+        Index(
+          name: "idx_messages_conversation", table: "Messages", columns: ["conversation", "id"], bytes: 1_843_200,
+          state: "expected", sql: "CREATE INDEX idx_messages_conversation ON Messages(conversation, id)")
+      ])
+    }
   }
 }
 
@@ -90,6 +115,11 @@ enum IndexVerifyCommand: ParsableCommand {
     --full compares its entries with an index built afresh from the rows (about a \
     minute for 1,000,000 messages): exit 4 when it differs.
     """
+
+  static let examples = [
+    "chatdb index verify --user 42",
+    "chatdb index verify --all --full",
+  ]
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -136,18 +166,14 @@ enum IndexVerifyCommand: ParsableCommand {
           : "\(scanning.count) of \(checks.count) hot queries scan or miss their index and \(unplanned.count) cannot be planned: "
             + (unplanned + scanning).map(\.name).joined(separator: "; ")
             + (scanning.isEmpty ? "" : "; run 'chatdb index apply'"))
-      return FileResult(
-        json: .object([
-          "queries": .array(
-            checks.map {
-              .object([
-                "name": .string($0.name), "plan": .string($0.plan), "outcome": .string($0.outcome.rawValue),
-                "findings": .array($0.findings.map { .string($0.description) }),
-                "error": $0.error.map { .string($0) } ?? .null, "ok": .bool($0.isOK),
-              ])
-            }),
-          "searchIndex": .object(["ok": .bool(search.isEmpty), "problems": .array(search.map { .string($0) })]),
-        ]),
+      return try FileResult(
+        Result(
+          queries: checks.map {
+            .init(
+              name: $0.name, plan: $0.plan, outcome: $0.outcome.rawValue, findings: $0.findings.map(\.description),
+              error: $0.error, ok: $0.isOK)
+          },
+          searchIndex: .init(ok: search.isEmpty, problems: search)),
         text: lines.joined(separator: "\n"),
         row: [String(checks.count), String(scanning.count), String(unplanned.count)],
         status: !unplanned.isEmpty ? .unplannable : !scanning.isEmpty || !search.isEmpty ? .findings : .success)
@@ -158,6 +184,41 @@ enum IndexVerifyCommand: ParsableCommand {
         ? [
           .init("QUERIES", alignment: .right), .init("SCANS", alignment: .right), .init("UNPLANNED", alignment: .right),
         ] : nil)
+  }
+
+  /// `result`: each hot query's plan, and the search index's health.
+  struct Result: CommandResult {
+    struct Query: Encodable {
+      var name: String
+      var plan: String
+      /// `ok`, `scans` or `planFailed`.
+      var outcome: String
+      var findings: [String]
+      var error: String?
+      var ok: Bool
+    }
+    struct SearchIndex: Encodable {
+      var ok: Bool
+      var problems: [String]
+    }
+    var queries: [Query]
+    var searchIndex: SearchIndex
+
+    static var example: Result {
+      Result(
+        queries: [
+          Query(
+            name: "conversation page", plan: "SEARCH Messages USING INDEX idx_messages_conversation (conversation=?)",
+            outcome: "ok", findings: [], error: nil, ok: true),
+          Query(
+            name: "unread count", plan: "SCAN Messages", outcome: "scans",
+            findings: ["SCAN Messages: no index used"], error: nil, ok: false),
+          Query(
+            name: "pending requests", plan: "", outcome: "planFailed", findings: [],
+            error: "no such column: last_sent_at", ok: false),
+        ],
+        searchIndex: SearchIndex(ok: true, problems: []))
+    }
   }
 }
 
@@ -172,6 +233,12 @@ enum IndexApplyCommand: ParsableCommand {
     or 'chatdb check --full' found it differing from the text of its rows: a writer \
     that turned triggers off); about half a minute for 1,000,000 messages.
     """
+
+  static let examples = [
+    "chatdb index apply --user 42 --dry-run",
+    "chatdb index apply --all --drop-unknown",
+    "chatdb index apply --user 42 --rebuild-search",
+  ]
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -210,8 +277,8 @@ enum IndexApplyCommand: ParsableCommand {
             ? "\(statements.count) statement(s) not run (--dry-run)"
             : "\(statements.count) statement(s) run in one transaction"
         ]).joined(separator: "\n")
-      return FileResult(
-        json: .object(["dryRun": .bool(options.dryRun), "statements": .array(statements.map { .string($0) })]),
+      return try FileResult(
+        Result(dryRun: options.dryRun, statements: statements),
         text: text,
         row: [
           String(statements.count),
@@ -219,6 +286,16 @@ enum IndexApplyCommand: ParsableCommand {
         ])
     }
     context.report(reports, fleet: options.store.all ? [.init("STATEMENTS", alignment: .right), .init("RESULT")] : nil)
+  }
+
+  /// `result`: the SQL run (or, with `--dry-run`, that would run).
+  struct Result: CommandResult {
+    var dryRun: Bool
+    var statements: [String]
+
+    static var example: Result {
+      Result(dryRun: false, statements: ["CREATE INDEX idx_messages_conversation ON Messages(conversation, id)"])
+    }
   }
 }
 
@@ -228,17 +305,19 @@ enum IndexAnalyzeCommand: ParsableCommand {
   static let name = "analyze"
   static let abstract =
     "Run ANALYZE and PRAGMA optimize, and report what changed in the planner's statistics (sqlite_stat1)."
+  static let examples = [
+    "chatdb index analyze --user 42",
+    "chatdb index analyze --all --json",
+  ]
+
   typealias Options = IndexCommand.Options
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let reports = context.runEach(try options.store.targets(), jobs: options.store.jobs, label: "Analyzing") {
       target, _ in
       let report = try IndexTools.analyze(try openExisting(target.path, mode: .readWrite))
-      return FileResult(
-        json: .object([
-          "rowsBefore": .int(Int64(report.rowsBefore)), "rowsAfter": .int(Int64(report.rowsAfter)),
-          "changed": .array(report.changed.map { .string($0) }),
-        ]),
+      return try FileResult(
+        Result(rowsBefore: report.rowsBefore, rowsAfter: report.rowsAfter, changed: report.changed),
         text: ([
           "sqlite_stat1: \(report.rowsBefore) row(s) before, \(report.rowsAfter) after; \(report.changed.count) changed"
         ]
@@ -250,5 +329,15 @@ enum IndexAnalyzeCommand: ParsableCommand {
       fleet: options.store.all
         ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("CHANGED", alignment: .right)]
         : nil)
+  }
+  /// `result`: the rows of `sqlite_stat1` before and after, and those that changed.
+  struct Result: CommandResult {
+    var rowsBefore: Int
+    var rowsAfter: Int
+    var changed: [String]
+
+    static var example: Result {
+      Result(rowsBefore: 9, rowsAfter: 11, changed: ["Messages.idx_messages_conversation"])
+    }
   }
 }

@@ -14,6 +14,12 @@ enum MigrateCommand: ParsableCommand {
     downgrades are refused. A file already at the target version is only read.
     """
 
+  static let examples = [
+    "chatdb migrate --user 42",
+    "chatdb migrate --all --dry-run",
+    "chatdb migrate --db ./chats-42.db --to 5 --no-backup",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var version: Int?
@@ -41,8 +47,8 @@ enum MigrateCommand: ParsableCommand {
         outcome.migrations.isEmpty
         ? "up to date"
         : options.dryRun ? "would apply \(outcome.migrations.count)" : outcome.created ? "created" : "migrated"
-      return FileResult(
-        json: outcome.json, text: outcome.text(dryRun: options.dryRun),
+      return try FileResult(
+        outcome.result, text: outcome.text(dryRun: options.dryRun),
         row: [String(outcome.fromVersion), String(outcome.toVersion), result],
         totals: ["changed": outcome.migrations.isEmpty || options.dryRun ? 0 : 1])
     }
@@ -85,18 +91,10 @@ enum MigrateCommand: ParsableCommand {
       return "\(path): migrated from version \(fromVersion) to \(toVersion) (\(names))\(backup)"
     }
 
-    var json: JSONValue {
-      .object([
-        "fromVersion": .int(Int64(fromVersion)),
-        "toVersion": .int(Int64(toVersion)),
-        "created": .bool(created),
-        "dryRun": .bool(dryRun),
-        "backup": backupPath.map { .string($0) } ?? .null,
-        "migrations": .array(
-          migrations.map {
-            .object(["version": .int(Int64($0.version)), "name": .string($0.name), "checksum": .string($0.checksum)])
-          }),
-      ])
+    var result: Result {
+      Result(
+        fromVersion: fromVersion, toVersion: toVersion, created: created, dryRun: dryRun, backup: backupPath,
+        migrations: migrations.map { .init(version: $0.version, name: $0.name, checksum: $0.checksum) })
     }
   }
 
@@ -117,5 +115,32 @@ enum MigrateCommand: ParsableCommand {
     return Outcome(
       path: path, fromVersion: report.fromVersion, toVersion: report.toVersion, migrations: report.applied,
       backupPath: report.backupPath, created: report.created, dryRun: false)
+  }
+
+  /// `result`: the versions before and after, the migrations applied (or, with
+  /// `--dry-run`, that would be), and the backup written.
+  struct Result: CommandResult {
+    struct Applied: Encodable {
+      var version: Int
+      var name: String
+      var checksum: String
+    }
+    var fromVersion: Int
+    var toVersion: Int
+    var created: Bool
+    var dryRun: Bool
+    var backup: String?
+    var migrations: [Applied]
+
+    static var example: Result {
+      Result(
+        fromVersion: 5, toVersion: 6, created: false, dryRun: false,
+        backup: "/home/me/.local/share/chatdb/chats-42.db.bak-v5",
+        migrations: [
+          Applied(
+            version: 6, name: "delivery_acks",
+            checksum: "4e6a8c0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a6c")
+        ])
+    }
   }
 }

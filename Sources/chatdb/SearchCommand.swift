@@ -1,8 +1,10 @@
 import ChatCLI
+import ChatCommands
 import ChatStore
 
 /// `chatdb search --user ID TEXT`: full-text search over one user's history and outbox.
 enum SearchCommand: ParsableCommand {
+  typealias Result = SearchOutput.Result
   static let name = "search"
   static let abstract = "Find messages and unsent requests by their text, newest first."
   static let discussion: String? = """
@@ -15,6 +17,12 @@ enum SearchCommand: ParsableCommand {
     migration 0005 (an older file: run 'chatdb migrate' first, exit 15). Opens the \
     file read-only.
     """
+
+  static let examples = [
+    "chatdb search --user 42 'lunch friday'",
+    "chatdb search --user 42 --with 7 --limit 10 'café'",
+    "chatdb search --user 42 --before m7337265813504001 lunch",
+  ]
 
   struct Options: ParsableOptions {
     var store: StoreSelection
@@ -41,8 +49,8 @@ enum SearchCommand: ParsableCommand {
         throw StoreError.from(error, path: target.path, doing: "search", otherwise: .readFailed)
       }
       let query = options.search.text
-      return FileResult(
-        json: SearchOutput.json(page, query: query), text: SearchOutput.text(page, owner: owner, query: query),
+      return try FileResult(
+        Result(page, query: query), text: SearchOutput.text(page, owner: owner, query: query),
         row: [String(page.hits.count)], totals: ["hits": Int64(page.hits.count)])
     }
     context.report(reports)

@@ -26,6 +26,12 @@ enum UsageCommand: ParsableCommand {
     as 'evict --dry-run'. --check makes the exit code the level: 0 ok, 2 low, 3 critical.
     """
 
+  static let examples = [
+    "chatdb usage --user 42",
+    "chatdb usage --all --top 3",
+    "chatdb usage --all --check --warn-below 10% --critical-below 2%",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var low: DiskThreshold?
@@ -96,8 +102,8 @@ enum UsageCommand: ParsableCommand {
     let terminal = context.stdout.isTerminal && !options.store.all
     let reports = context.runEach(targets, jobs: options.store.jobs, label: "Measuring") { target, _ in
       let report = try StorageReport.measure(path: target.path)
-      return FileResult(
-        json: reportJSON(report, top: options.store.all ? options.top : Int.max),
+      return try FileResult(
+        Result(report, top: options.store.all ? options.top : Int.max),
         text: fileText(report, top: options.top, bars: terminal),
         row: [
           ByteCount.format(report.totalBytes), ByteCount.format(report.reclaimableBytes), String(report.messages),
@@ -155,23 +161,17 @@ enum UsageCommand: ParsableCommand {
           .init("MESSAGES", alignment: .right),
           .init("CONVERSATIONS", alignment: .right), .init("OUTBOX", alignment: .right),
         ] : nil,
-      summary: [
-        "disk": .object([
-          "path": .string(diskPath), "available": .int(disk.available), "total": .int(disk.total),
-          "level": .string(level.rawValue),
-          "lowBelow": .int(lowBytes), "criticalBelow": .int(criticalBytes),
-        ]),
-        "suggestions": .array(
-          suggestions.flatMap { entry in
-            entry.items.map {
-              .object([
-                "path": .string(entry.target.path), "command": .string(commandLine(entry.target, $0, options)),
-                "frees": .int($0.frees),
-                "messages": .int($0.messages), "enough": .bool($0.enough),
-              ])
-            }
-          }),
-      ],
+      summary: Summary(
+        disk: .init(
+          path: diskPath, available: disk.available, total: disk.total, level: level.rawValue, lowBelow: lowBytes,
+          criticalBelow: criticalBytes),
+        suggestions: suggestions.flatMap { entry in
+          entry.items.map {
+            .init(
+              path: entry.target.path, command: commandLine(entry.target, $0, options), frees: $0.frees,
+              messages: $0.messages, enough: $0.enough)
+          }
+        }),
       summaryLine: text)
     if options.check && level != .ok && context.status == .success {
       context.exit(level == .critical ? .diskCritical : .diskLow)
@@ -254,32 +254,112 @@ enum UsageCommand: ParsableCommand {
 
   // MARK: - JSON
 
-  static func reportJSON(_ r: StorageReport, top: Int) -> JSONValue {
-    .object([
-      "fileBytes": .int(r.fileBytes), "walBytes": .int(r.walBytes), "shmBytes": .int(r.shmBytes),
-      "totalBytes": .int(r.totalBytes), "pageSize": .int(r.pageSize), "pageCount": .int(r.pageCount),
-      "freePages": .int(r.freePages),
-      "freeBytes": .int(r.freeBytes), "unusedBytes": .int(r.unusedBytes), "fragmentedBytes": .int(r.fragmentedBytes),
-      "reclaimableBytes": .int(r.reclaimableBytes), "pointerMapBytes": .int(r.pointerMapBytes),
-      "autoVacuum": .string(r.autoVacuum), "messages": .int(r.messages), "requests": .int(r.requests),
-      "searchIndexBytes": .int(r.searchIndexBytes),
-      "tables": .array(
-        r.btrees.map {
-          .object([
-            "name": .string($0.name), "table": .string($0.table), "index": .bool($0.isIndex), "bytes": .int($0.bytes),
-            "unusedBytes": .int($0.unusedBytes),
-          ])
-        }),
-      "conversations": .array(
-        r.conversations.prefix(top).map {
-          .object([
-            "id": .int($0.id), "name": $0.name.map { .string($0) } ?? .null, "messages": .int($0.messages),
-            "bytes": .int($0.bytes), "contentBytes": .int($0.contentBytes),
-            "oldest": $0.oldest.map { .string($0) } ?? .null,
-            "newest": $0.newest.map { .string($0) } ?? .null, "pending": .int($0.pending), "failed": .int($0.failed),
-          ])
-        }),
-    ])
+  /// `result`: where the file's bytes go, table by table and conversation by conversation.
+  struct Result: CommandResult {
+    struct Table: Encodable {
+      var name: String
+      var table: String
+      var index: Bool
+      var bytes: Int64
+      var unusedBytes: Int64
+    }
+    struct Conversation: Encodable {
+      var id: Int64
+      var name: String?
+      var messages: Int64
+      var bytes: Int64
+      var contentBytes: Int64
+      var oldest: String?
+      var newest: String?
+      var pending: Int64
+      var failed: Int64
+    }
+    var fileBytes: Int64
+    var walBytes: Int64
+    var shmBytes: Int64
+    var totalBytes: Int64
+    var pageSize: Int64
+    var pageCount: Int64
+    var freePages: Int64
+    var freeBytes: Int64
+    var unusedBytes: Int64
+    var fragmentedBytes: Int64
+    var reclaimableBytes: Int64
+    var pointerMapBytes: Int64
+    var autoVacuum: String
+    var messages: Int64
+    var requests: Int64
+    var searchIndexBytes: Int64
+    var tables: [Table]
+    /// The largest first; with `--all`, the `--top` largest.
+    var conversations: [Conversation]
+
+    static var example: Result {
+      Result(
+        fileBytes: 52_428_800, walBytes: 4_120_032, shmBytes: 32_768, totalBytes: 56_548_832, pageSize: 4096,
+        pageCount: 12_800, freePages: 256, freeBytes: 1_048_576, unusedBytes: 2_211_840, fragmentedBytes: 3_260_416,
+        reclaimableBytes: 1_310_720, pointerMapBytes: 0, autoVacuum: "incremental", messages: 180_000,
+        requests: 3, searchIndexBytes: 9_437_184,
+        tables: [Table(name: "Messages", table: "Messages", index: false, bytes: 31_457_280, unusedBytes: 1_572_864)],
+        conversations: [
+          Conversation(
+            id: 7, name: "Ada", messages: 120_000, bytes: 25_165_824, contentBytes: 14_680_064,
+            oldest: "2025-01-03T08:15:00.000Z", newest: "2026-12-01T21:40:12.500Z", pending: 1, failed: 0)
+        ])
+    }
+
+    static var summaryExample: (any Encodable & Sendable)? {
+      Summary(
+        disk: .init(
+          path: "/home/me/.local/share/chatdb", available: 1_073_741_824, total: 274_877_906_944, level: "low",
+          lowBelow: 27_487_790_694, criticalBelow: 5_497_558_138),
+        suggestions: [
+          .init(
+            path: "/home/me/.local/share/chatdb/chats-42.db",
+            command: "chatdb evict --user 42 --older-than 180d", frees: 18_874_368, messages: 61_000,
+            enough: false)
+        ])
+    }
+  }
+
+  /// The envelope's `summary` beside the file counts: the disk and what to evict.
+  struct Summary: Encodable, Sendable {
+    struct Disk: Encodable, Sendable {
+      var path: String
+      var available: Int64
+      var total: Int64
+      var level: String
+      var lowBelow: Int64
+      var criticalBelow: Int64
+    }
+    struct Suggestion: Encodable, Sendable {
+      var path: String
+      var command: String
+      var frees: Int64
+      var messages: Int64
+      var enough: Bool
+    }
+    var disk: Disk
+    var suggestions: [Suggestion]
+  }
+}
+
+extension UsageCommand.Result {
+  init(_ r: StorageReport, top: Int) {
+    self.init(
+      fileBytes: r.fileBytes, walBytes: r.walBytes, shmBytes: r.shmBytes, totalBytes: r.totalBytes,
+      pageSize: r.pageSize, pageCount: r.pageCount, freePages: r.freePages, freeBytes: r.freeBytes,
+      unusedBytes: r.unusedBytes, fragmentedBytes: r.fragmentedBytes, reclaimableBytes: r.reclaimableBytes,
+      pointerMapBytes: r.pointerMapBytes, autoVacuum: r.autoVacuum, messages: r.messages, requests: r.requests,
+      searchIndexBytes: r.searchIndexBytes,
+      tables: r.btrees.map {
+        Table(name: $0.name, table: $0.table, index: $0.isIndex, bytes: $0.bytes, unusedBytes: $0.unusedBytes)
+      },
+      conversations: r.conversations.prefix(top).map {
+        Conversation(
+          id: $0.id, name: $0.name, messages: $0.messages, bytes: $0.bytes, contentBytes: $0.contentBytes,
+          oldest: $0.oldest, newest: $0.newest, pending: $0.pending, failed: $0.failed)
+      })
   }
 }
 

@@ -14,6 +14,12 @@ enum VacuumCommand: ParsableCommand {
     file (mode 0600) and leaves the original as it was.
     """
 
+  static let examples = [
+    "chatdb vacuum --user 42",
+    "chatdb vacuum --all",
+    "chatdb vacuum --user 42 --into /backups/chats-42.db",
+  ]
+
   struct Options: ParsableOptions {
     var store: StoreSelection
     var into: String?
@@ -40,11 +46,10 @@ enum VacuumCommand: ParsableCommand {
             + "(the original, \(ByteCount.format(report.bytesBefore)), is unchanged)"
         }
         ?? "\(report.path): vacuumed: \(ByteCount.format(report.bytesBefore)) before, \(ByteCount.format(report.bytesAfter)) after (\(ByteCount.format(freed)) freed)"
-      return FileResult(
-        json: .object([
-          "into": report.into.map { .string($0) } ?? .null, "bytesBefore": .int(report.bytesBefore),
-          "bytesAfter": .int(report.bytesAfter), "bytesFreed": .int(freed), "copy": .bool(report.isCopy),
-        ]),
+      return try FileResult(
+        Result(
+          into: report.into, bytesBefore: report.bytesBefore, bytesAfter: report.bytesAfter, bytesFreed: freed,
+          copy: report.isCopy),
         text: text,
         row: [ByteCount.format(report.bytesBefore), ByteCount.format(report.bytesAfter), ByteCount.format(freed)],
         totals: ["bytesFreed": freed])
@@ -56,5 +61,26 @@ enum VacuumCommand: ParsableCommand {
         ? [.init("BEFORE", alignment: .right), .init("AFTER", alignment: .right), .init("FREED", alignment: .right)]
         : nil,
       summaryLine: options.store.all ? "\(reports.count) file(s): \(ByteCount.format(freed)) freed" : nil)
+  }
+
+  /// `result`: the file's size before and after (with `--into`, the copy's size after).
+  struct Result: CommandResult {
+    var into: String?
+    var bytesBefore: Int64
+    var bytesAfter: Int64
+    var bytesFreed: Int64
+    var copy: Bool
+
+    static var example: Result {
+      Result(into: nil, bytesBefore: 56_623_104, bytesAfter: 48_234_496, bytesFreed: 8_388_608, copy: false)
+    }
+
+    static var otherExamples: [Result] {
+      [
+        Result(
+          into: "/backups/chats-42.db", bytesBefore: 56_623_104, bytesAfter: 48_234_496, bytesFreed: 8_388_608,
+          copy: true)
+      ]
+    }
   }
 }

@@ -60,6 +60,12 @@ import Testing
   }
 }
 
+/// A file's result in these tests.
+private struct Count: CommandResult {
+  var n: Int64
+  static var example: Count { Count(n: 1) }
+}
+
 @Suite(.ownThreads) struct EnvelopeTests {
   static func context(json: Bool) -> (CommandContext, TextBuffer, TextBuffer) {
     let out = TextBuffer()
@@ -79,7 +85,7 @@ import Testing
     let reports = context.runEach(Self.targets(40), jobs: 4, label: "T") { target, _ in
       usleep(UInt32.random(in: 0...2000))
       if target.userID == 7 { throw StoreError(.olderSchema, "\(target.path) is old") }
-      return FileResult(json: .object(["n": .int(target.userID!)]), text: "", totals: ["n": target.userID!])
+      return try FileResult(Count(n: target.userID!), text: "", totals: ["n": target.userID!])
     }
     #expect(reports.map(\.target.userID) == (1...40).map { Int64($0) })
     #expect(reports.failedCount == 1)
@@ -110,7 +116,7 @@ import Testing
   @Test func allRunsReportTheHighestOutcomeWhenNothingFailed() {
     let (context, _, _) = Self.context(json: false)
     let reports = context.runEach(Self.targets(3), jobs: 2, label: "T") { target, _ in
-      FileResult(json: .null, text: "", row: ["x"], status: target.userID == 2 ? .findings : .success)
+      try FileResult(EmptyResult(), text: "", row: ["x"], status: target.userID == 2 ? .findings : .success)
     }
     context.report(reports, fleet: [.init("X")])
     #expect(context.status == .findings)

@@ -9,6 +9,8 @@ enum Fixture {
   struct Plain: Error {}
 
   enum Migrate: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "migrate"
     static let abstract = "Apply pending schema migrations."
     static let discussion: String? = "Migrations run in one transaction per version."
@@ -26,6 +28,8 @@ enum Fixture {
   }
 
   enum Status: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "status"
     static let abstract = "Show the schema version and pending migrations."
     struct Options: ParsableOptions { init(_ o: inout OptionReader) {} }
@@ -33,6 +37,8 @@ enum Fixture {
   }
 
   enum Evict: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "evict"
     static let abstract = "Remove old cached media."
     struct Options: ParsableOptions {
@@ -60,6 +66,8 @@ enum Fixture {
   }
 
   enum Import: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "import"
     static let abstract = "Import NDJSON files."
     struct Options: ParsableOptions {
@@ -75,6 +83,8 @@ enum Fixture {
   }
 
   enum Fail: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "fail"
     static let abstract = "Fails on purpose."
     struct Options: ParsableOptions {
@@ -94,6 +104,8 @@ enum Fixture {
   }
 
   enum Leaf: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "list"
     static let abstract = "List remotes."
     struct Options: ParsableOptions { init(_ o: inout OptionReader) {} }
@@ -101,6 +113,8 @@ enum Fixture {
   }
 
   enum Add: ParsableCommand {
+
+    typealias Result = EmptyResult
     static let name = "add"
     static let abstract = "Add a remote."
     struct Options: ParsableOptions {

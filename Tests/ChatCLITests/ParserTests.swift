@@ -42,7 +42,7 @@ import Testing
         --dry-run               Print the migrations and their SQL without changing
                                 the file.
         --json                  Print the result as JSON (the envelope described in
-                                the README).
+                                docs/json.md).
         -h, --help              Show help information.
 
       SUBCOMMANDS:

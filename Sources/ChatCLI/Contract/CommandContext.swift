@@ -21,6 +21,8 @@ public final class CommandContext: @unchecked Sendable {
   public private(set) var status: ExitCode = .success
   /// Send the report to stderr because stdout carries the command's data (`export -o -`).
   public var reportToStandardError = false
+  /// The last envelope printed (for the generated JSON reference).
+  private(set) var lastEnvelope: JSONValue?
 
   public init(commandPath: String, json: Bool, stdout: TextOutput, stderr: TextOutput) {
     self.commandPath = commandPath
@@ -55,8 +57,7 @@ public final class CommandContext: @unchecked Sendable {
     guard status != .brokenPipe else { return }
     stderr.writeLine("Error: " + failure.message.oneLine)
     if json {
-      reportOutput.writeLine(
-        envelope(files: [], summary: ["files": 0, "ok": 0, "failed": 0], extra: ["error": failure.json]).render())
+      printEnvelope(envelope(files: [], summary: ["files": 0, "ok": 0, "failed": 0], extra: ["error": failure.json]))
     }
   }
 
@@ -70,8 +71,10 @@ public final class CommandContext: @unchecked Sendable {
   ///   `summaryLine`; exit 1 when any file failed, else the highest status a file reported.
   /// - `--json`: the envelope `{command, ok, exitCode, files: [{path, userId, ok,
   ///   result | error}], summary}` either way.
+  ///
+  /// `summary`'s members join the envelope's `summary` beside the counts.
   public func report(
-    _ files: [FileReport], fleet columns: [Table.Column]? = nil, summary: [String: JSONValue] = [:],
+    _ files: [FileReport], fleet columns: [Table.Column]? = nil, summary: some Encodable = EmptyResult(),
     summaryLine: String? = nil
   ) {
     let failed = files.filter { !$0.ok }.count
@@ -86,14 +89,16 @@ public final class CommandContext: @unchecked Sendable {
       status = files.compactMap { try? $0.outcome.get().status }.max { $0.rawValue < $1.rawValue } ?? .success
     }
     if json {
-      var counts = summary
+      // The summary types are plain structs of numbers and strings: encoding cannot fail.
+      var counts: [String: JSONValue] = [:]
+      if case .object(let members)? = try? JSONValueEncoder().encode(summary) { counts = members }
       for key in Set(files.flatMap { (try? $0.outcome.get().totals.keys).map(Array.init) ?? [] }) {
         counts[key] = counts[key] ?? .int(files.total(key))
       }
       counts["files"] = .int(Int64(files.count))
       counts["ok"] = .int(Int64(files.count - failed))
       counts["failed"] = .int(Int64(failed))
-      reportOutput.writeLine(envelope(files: files, summary: counts, extra: [:]).render())
+      printEnvelope(envelope(files: files, summary: counts, extra: [:]))
       if columns == nil, case .failure(let failure) = files.first?.outcome {
         stderr.writeLine("Error: " + failure.message.oneLine)
       }
@@ -129,6 +134,11 @@ public final class CommandContext: @unchecked Sendable {
     if let summaryLine { write(summaryLine) }
   }
 
+  private func printEnvelope(_ value: JSONValue) {
+    lastEnvelope = value
+    reportOutput.writeLine(value.render())
+  }
+
   /// The JSON envelope every command prints under `--json`.
   func envelope(files: [FileReport], summary: [String: JSONValue], extra: [String: JSONValue]) -> JSONValue {
     var object: [String: JSONValue] = [
@@ -150,14 +160,25 @@ public final class CommandContext: @unchecked Sendable {
     work: @escaping @Sendable (FileTarget, FileProgress) throws -> FileResult
   ) -> [FileReport] {
     let many = targets.count > 1
-    let progress = many ? LockedProgress(progress(label, total: Int64(targets.count), unit: "files")) : nil
-    let single = FileProgress(
-      many ? nil : { [stderr] total in Progress(label: label, total: total, unit: unit, output: stderr) })
-    let slots = Slots<FileReport>(count: targets.count)
-    let next = Counter()
+    // Files done so far, and the progress line that shows them (drawn under the same lock).
+    let done: Locked<(count: Int64, line: Progress)>? =
+      many ? Locked((count: 0, line: progress(label, total: Int64(targets.count), unit: "files"))) : nil
+    let stderr = stderr
+    let makeProgress: @Sendable (Int64?) -> Progress = { total in
+      Progress(label: label, total: total, unit: unit, output: stderr)
+    }
+    let single = FileProgress(many ? nil : makeProgress)
+    let slots = Locked([FileReport?](repeating: nil, count: targets.count))
+    let next = Locked(0)
     let workers = max(1, min(jobs, targets.count))
     let run: @Sendable () -> Void = {
-      while let index = next.take(below: targets.count) {
+      while true {
+        let index: Int? = next.withLock { next in
+          guard next < targets.count else { return nil }
+          next += 1
+          return next - 1
+        }
+        guard let index else { return }
         let target = targets[index]
         let outcome: Result<FileResult, Failure>
         do {
@@ -165,8 +186,11 @@ public final class CommandContext: @unchecked Sendable {
           outcome = .success(try work(target, single))
         } catch { outcome = .failure(Failure(Self.naming(error, target.path))) }
         single.finish()
-        slots.set(index, FileReport(target: target, outcome: outcome))
-        progress?.advance()
+        slots.withLock { $0[index] = FileReport(target: target, outcome: outcome) }
+        done?.withLock {
+          $0.count += 1
+          $0.line.update(completed: $0.count)
+        }
       }
     }
     if workers == 1 {
@@ -176,8 +200,8 @@ public final class CommandContext: @unchecked Sendable {
       for _ in 0..<workers { DispatchQueue.global(qos: .userInitiated).async(group: group, execute: run) }
       group.wait()
     }
-    progress?.finish()
-    return slots.values
+    done?.withLock { $0.line.finish() }
+    return slots.withLock { $0.map { $0! } }
   }
 }
 
@@ -225,7 +249,7 @@ public struct FileTarget: Sendable, Hashable {
 
 /// What a command did to one file.
 public struct FileResult: Sendable {
-  /// The envelope's `result` for this file.
+  /// The envelope's `result` for this file: the command's result type, encoded.
   public var json: JSONValue
   /// The text shown when the command ran on this file alone.
   public var text: String
@@ -236,10 +260,12 @@ public struct FileResult: Sendable {
   /// Figures summed over the files into the envelope's `summary` (e.g. `bytesFreed`).
   public var totals: [String: Int64]
 
+  /// A file's result: `result` becomes the envelope's `result` (through `JSONValueEncoder`).
   public init(
-    json: JSONValue, text: String, row: [String] = [], status: ExitCode = .success, totals: [String: Int64] = [:]
-  ) {
-    self.json = json
+    _ result: some CommandResult, text: String, row: [String] = [], status: ExitCode = .success,
+    totals: [String: Int64] = [:]
+  ) throws {
+    self.json = try JSONValueEncoder().encode(result)
     self.text = text
     self.row = row
     self.status = status
@@ -298,63 +324,23 @@ extension Array where Element == FileReport {
   public var failedCount: Int { filter { !$0.ok }.count }
 }
 
-// MARK: - Small synchronised helpers for the runner
-
-/// Hands out indexes 0..<n once each. `@unchecked Sendable`: all state is behind `lock`.
-private final class Counter: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = 0
-  func take(below limit: Int) -> Int? {
-    lock.withLock {
-      guard value < limit else { return nil }
-      value += 1
-      return value - 1
-    }
-  }
-}
-
-/// Result slots written by index from worker threads. `@unchecked Sendable`: behind `lock`.
-private final class Slots<Value>: @unchecked Sendable {
-  private let lock = NSLock()
-  private var storage: [Value?]
-  init(count: Int) { storage = Array(repeating: nil, count: count) }
-  func set(_ index: Int, _ value: Value) { lock.withLock { storage[index] = value } }
-  var values: [Value] { lock.withLock { storage.map { $0! } } }
-}
+// MARK: - Progress from worker threads
 
 /// The progress of the work on one file, shown only when the command works on one file.
-/// `@unchecked Sendable`: the `Progress` it draws is only touched under `lock`.
-public final class FileProgress: @unchecked Sendable {
-  private let lock = NSLock()
-  private let make: ((Int64?) -> Progress)?
-  private var progress: Progress?
+public final class FileProgress: Sendable {
+  private let make: (@Sendable (Int64?) -> Progress)?
+  private let progress = Locked<Progress?>(nil)
 
-  init(_ make: ((Int64?) -> Progress)?) { self.make = make }
+  init(_ make: (@Sendable (Int64?) -> Progress)?) { self.make = make }
 
   /// Reports `completed` units of `total` (nil: unknown), and optionally bytes processed.
   public func update(completed: Int64, total: Int64? = nil, bytes: Int64? = nil) {
     guard let make else { return }
-    lock.withLock {
+    progress.withLock { progress in
       if progress == nil { progress = make(total) }
       progress!.update(completed: completed, bytes: bytes)
     }
   }
 
-  func finish() { lock.withLock { progress?.finish() } }
-}
-
-/// A progress line advanced from worker threads. `@unchecked Sendable`: `Progress` is
-/// only touched under `lock`.
-private final class LockedProgress: @unchecked Sendable {
-  private let lock = NSLock()
-  private let progress: Progress
-  private var done: Int64 = 0
-  init(_ progress: Progress) { self.progress = progress }
-  func advance() {
-    lock.withLock {
-      done += 1
-      progress.update(completed: done)
-    }
-  }
-  func finish() { lock.withLock { progress.finish() } }
+  func finish() { progress.withLock { $0?.finish() } }
 }

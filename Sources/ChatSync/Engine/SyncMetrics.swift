@@ -3,7 +3,7 @@ import Foundation
 
 /// Seed 004's measures of one engine's life: what `run` logs every minute and on exit,
 /// and `run --once --json` returns, so a test can see injected faults really happened.
-public struct SyncMetrics: Sendable, Equatable {
+public struct SyncMetrics: Sendable, Equatable, Encodable {
   /// Requests the relay acknowledged (201).
   public var sent = 0
   /// Of those, answered as a replay (`Idempotent-Replayed`): the first answer was lost.
@@ -40,17 +40,38 @@ public struct SyncMetrics: Sendable, Equatable {
     return sorted[min(max(rank, 0), sorted.count - 1)]
   }
 
-  public var json: JSONValue {
-    .object([
-      "sent": .int(Int64(sent)), "replayed": .int(Int64(replayed)), "failedAttempts": .int(Int64(failedAttempts)),
-      "rejected": .int(Int64(rejected)), "retries": .int(Int64(retries)), "received": .int(Int64(received)),
-      "duplicatesDropped": .int(Int64(duplicatesDropped)), "connections": .int(Int64(connections)),
-      "reconnects": .int(Int64(reconnects)),
-      "sendLatencyMs": .object([
-        "p50": latency(quantile: 0.5).map { .double($0) } ?? .null,
-        "p99": latency(quantile: 0.99).map { .double($0) } ?? .null,
-      ]),
-    ])
+  private enum CodingKeys: String, CodingKey {
+    case sent, replayed, failedAttempts, rejected, retries, received, duplicatesDropped, connections, reconnects
+    case sendLatencyMs
+  }
+
+  /// The send latency's median and 99th percentile in milliseconds (null before the first).
+  public struct Latency: Encodable, Sendable {
+    public var p50: Double?
+    public var p99: Double?
+
+    public func encode(to encoder: any Encoder) throws {
+      var container = encoder.container(keyedBy: CodingKeys.self)
+      try container.encode(p50, forKey: .p50)
+      try container.encode(p99, forKey: .p99)
+    }
+
+    private enum CodingKeys: String, CodingKey { case p50, p99 }
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(sent, forKey: .sent)
+    try container.encode(replayed, forKey: .replayed)
+    try container.encode(failedAttempts, forKey: .failedAttempts)
+    try container.encode(rejected, forKey: .rejected)
+    try container.encode(retries, forKey: .retries)
+    try container.encode(received, forKey: .received)
+    try container.encode(duplicatesDropped, forKey: .duplicatesDropped)
+    try container.encode(connections, forKey: .connections)
+    try container.encode(reconnects, forKey: .reconnects)
+    try container.encode(
+      Latency(p50: latency(quantile: 0.5), p99: latency(quantile: 0.99)), forKey: .sendLatencyMs)
   }
 
   /// One log line.
