@@ -26,8 +26,9 @@ best_of() {
   done
   echo "$best"
 }
-line() { # what figure peer ratio goal ok
+line() { # what figure peer ratio goal ok (also kept for scripts/bench --markdown: record.py)
   printf '   %-46s %-12s %-28s %-8s %-10s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/record.py" "$([ "$1" = what ] && echo head || echo row)" storage "$@" || true
 }
 verdict() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo PASS || echo MISS; }
 

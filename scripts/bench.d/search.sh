@@ -22,8 +22,9 @@ seconds() { # seconds COMMAND...: wall time of one run, output discarded
   echo "$t1 - $t0" | bc -l
 }
 min() { if [ "$(echo "$1 < $2" | bc -l)" = 1 ]; then echo "$1"; else echo "$2"; fi; }
-line() { # what figure peer ratio goal ok
+line() { # what figure peer ratio goal ok (also kept for scripts/bench --markdown: record.py)
   printf '   %-46s %-14s %-30s %-9s %-10s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/record.py" "$([ "$1" = what ] && echo head || echo row)" search "$@" || true
 }
 verdict() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo PASS || echo MISS; }
 mib() { echo "scale=1; $1 / 1048576" | bc -l; }
@@ -84,11 +85,14 @@ echo "     words $(mib "$words") MiB, CJK $(mib "$cjk") MiB ($cjk_rows rows hold
 # 3. Queries, in process: newest 50 for a rare and a common word and a CJK pair, and the
 #    LIKE scan for the same text.
 "$bin/chatdb-bench" search --db "$db" --owner 1 --repeat 200 >"$d/search.json"
-python3 - "$d/search.json" <<'PY'
+python3 - "$d/search.json" "$(dirname "${BASH_SOURCE[0]}")" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
+sys.path.insert(0, sys.argv[2])
+import record
 def line(what, figure, peer, ratio, goal, ok):
     print(f"   {what:<46} {figure:<14} {peer:<30} {ratio:<9} {goal:<10} {ok}")
+    record.row("search", [what, figure, peer, ratio, goal, ok])
 for key, label, goal in [("rare", f"rare word '{r['rareWord']}' ({r['rareMatches']} msgs)", 1000),
                          ("common", f"common word '{r['commonWord']}' ({r['commonMatches']:,} msgs)", 1000),
                          ("cjk", "CJK pair '你好'", None)]:
