@@ -34,8 +34,10 @@ def render(folder):
            "libwebsockets server). `scripts/bench --markdown` writes this page from the figures each part",
            "keeps in `bench-data/results/<part>.json`; a part run alone (`--only`) replaces its own",
            "figures and date. Ratios are chatdb's time over the peer's unless the row says otherwise.",
-           "Timings are wall-clock on a shared machine: compare ratios, not absolute times. Tests never",
-           "assert timings; these goals are checked here only.", ""]
+           "Each part says when it ran and the machine's load average as it started: above the number",
+           "of cores, other work shared the machine and both sides of each ratio ran slower than on an",
+           "idle one, so compare ratios, not absolute times. Tests never assert timings; these goals are",
+           "checked here only. Why the code is tuned as it is: [decisions](decisions/).", ""]
     for part, alone in PARTS:
         path = os.path.join(folder, f"{part}.json")
         if not os.path.exists(path):
