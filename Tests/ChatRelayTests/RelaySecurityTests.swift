@@ -10,7 +10,7 @@ import Testing
 /// hostile fields, slow clients, a flood of failed logins, file modes under a permissive
 /// umask, and logs that never hold a message's content or a token. Checks are made by
 /// outside clients (`interop/relay_security.py`); no check is about time: the latency
-/// figures the script prints go to the README, not into assertions.
+/// figures the script prints are for whoever reads the run, never assertions.
 @Suite(.serialized, .ownThreads) struct RelaySecurityTests {
   static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("interop/relay_security.py").path
@@ -56,7 +56,7 @@ import Testing
   }
 
   /// 1,000 bad tokens from one client: each is a 401, and another client's requests
-  /// are all answered (their latency is printed for the README, never asserted).
+  /// are all answered (their latency is printed, never asserted).
   @Test func aThousandFailedLoginsAreAllRefusedWhileAnotherClientIsServed() throws {
     let result = try Self.check("logins", { [$0.bob] }, seconds: 240)
     let figures = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])

@@ -26,8 +26,9 @@ best_of() {
   done
   echo "$best"
 }
-line() { # what figure peer ratio goal ok
+line() { # what figure peer ratio goal ok (also kept for scripts/bench --markdown: record.py)
   printf '   %-46s %-12s %-28s %-8s %-10s %s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/record.py" "$([ "$1" = what ] && echo head || echo row)" storage "$@" || true
 }
 verdict() { [ "$(echo "$1 <= $2" | bc -l)" = 1 ] && echo PASS || echo MISS; }
 
@@ -104,13 +105,15 @@ echo "   runs (chatdb/sqlite3 seconds):$times"
 cp "$src" "$d/writer.db" && rm -f "$d"/writer.db-*
 w=$(python3 "$(dirname "$0")/writer_beside.py" "$d/writer.db" -- \
   "$bin/chatdb" evict --db "$d/writer.db" --older-than 30d --now "$now" --json)
-python3 - "$w" <<'PY'
+beside=$(python3 - "$w" <<'PY'
 import json, sys
 r = json.loads(sys.argv[1])
-print(f"   beside a writer committing every 50 ms: evict {r['seconds']:.2f} s (exit {r['exit']}); the writer's "
+print(f"beside a writer committing every 50 ms: evict {r['seconds']:.2f} s (exit {r['exit']}); the writer's "
       f"{r['writes']} commits waited {r['waitP50Millis']} ms at p50, {r['waitP99Millis']} ms at p99, "
       f"{r['waitMaxMillis']} ms at most; {r['busy']} SQLITE_BUSY")
 PY
+)
+echo "   $beside"
 rm -f "$d"/writer.db*
 
 left_sql=$(sqlite3 "$d/sql.db" "SELECT count(*) FROM Messages")
@@ -124,7 +127,8 @@ for f in sql chatdb; do
   rm -f "$d/chats-1.db"*
 done
 echo "   messages left: $left_chatdb (sqlite3: $left_sql); file after: chatdb $size_chatdb B, sqlite3 $size_sql B; freed $freed B in $chunks transactions (last run)"
-echo "   lock times, all ${RUNS:-3} runs: 99% of each run's transactions under $p99_chunk ms at worst, $slow_chunks over 50 ms; $interrupted stopped at their deadline and redone smaller"
+locks="lock times, all ${RUNS:-3} runs: 99% of each run's transactions under $p99_chunk ms at worst, $slow_chunks over 50 ms; $interrupted stopped at their deadline and redone smaller"
+echo "   $locks"
 
 ratio=$(echo "$evict_s / $sql_s" | bc -l)
 line "what" "chatdb" "peer" "ratio" "goal" ""
@@ -138,3 +142,6 @@ dbstat_s=$(best_of 3 sqlite3 "$d/usage.db" "SELECT name, SUM(pgsize) FROM dbstat
 ratio=$(echo "$usage_s / $dbstat_s" | bc -l)
 line "usage, 1M messages (best of 3)" "$(printf '%.2f s' "$usage_s")" "$(printf 'sqlite3 dbstat %.2f s' "$dbstat_s")" \
   "$(printf '%.2fx' "$ratio")" "<= 1.50x" "$(verdict "$ratio" 1.5)"
+note() { python3 "$(dirname "${BASH_SOURCE[0]}")/record.py" note storage "$1" || true; }
+note "Evict runs (chatdb/sqlite3 seconds):$times. ${locks^}."
+note "${beside^}."

@@ -5,7 +5,10 @@
 
 RESULTS.tsv: key, jobs, runs, and of the median run: wall s (date), user s and sys s (/usr/bin/time).
 """
-import sys
+import os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record
 
 files, cores = int(sys.argv[2]), int(sys.argv[3])
 results = {}
@@ -38,5 +41,7 @@ head = ("what", "--jobs 1", "files/s", f"--jobs {cores}", "files/s", "speed-up",
 widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
 for r in [head] + rows:
     print("   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+record.table("fleet", head, rows, [f"{files:,} files; speed-up: wall time at --jobs 1 over --jobs {cores}; "
+                                   "cores busy: CPU s over wall s; * one run, other times: median of 3."])
 print(f"   {files:,} files. * one run (it took 5 s or more); other times are the median of 3 runs (by wall time).")
 print(f"   speed-up: wall time at --jobs 1 over wall time at --jobs {cores}; cores busy: (user + system CPU s) / wall s.")

@@ -6,7 +6,10 @@
 RESULTS.tsv: key, runs, wall s, user s, sys s, RSS KB of the median run, max RSS KB
 over the runs (one line per measurement, from /usr/bin/time). SIZES.tsv: key, bytes.
 """
-import sys
+import os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record
 
 results, sizes = {}, {}
 for line in open(sys.argv[1]):
@@ -127,5 +130,8 @@ print("   * one run (it took 5 s or more); \"best of\": the faster of two rounds
       " other times are the median of 3 runs (by wall time).")
 print("   ratio: wall-clock time of chatdb over the peer's (export: the peer's over chatdb's);"
       " cpu ratio: the same with user+system CPU seconds.")
+record.table("writers", head[:6], [r[:6] for r in rows], [
+    "ratio: wall-clock time of chatdb over the peer's (export: the peer's over chatdb's); "
+    "\"best of\": the faster of two rounds taken in turn with the anchor's; * one run; other times: median of 3."])
 missed = [r[0] + (f" vs {r[2].split(' (best of')[0].rsplit(' ', 2)[0]}" if r[2] else "") for r in rows if r[5] == "MISS"]
 print(f"   goals missed: {len(missed)}" + (" (" + "; ".join(missed) + ")" if missed else ""))

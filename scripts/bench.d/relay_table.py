@@ -8,6 +8,9 @@ DIR holds relay-idle.json, relay-pairs.json (the relay) and echo-idle.json, echo
 """
 import json, os, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record
+
 d = sys.argv[1]
 load = lambda name: json.load(open(os.path.join(d, name)))
 ri, rp, ei, ee = load("relay-idle.json"), load("relay-pairs.json"), load("echo-idle.json"), load("echo.json")
@@ -55,6 +58,10 @@ widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
 for r in [head] + rows:
     print("   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
 
+record.table("relay", head, rows, [
+    f"Idle: authenticated sockets over {ri['users']} users, RSS of the server (after - before) / sockets. "
+    f"Pairs: {rp['clients']} keep-alive HTTP/1.1 senders, one POST in flight each, {rp['seconds']:g} s; "
+    "latency from the POST to the recipient's new_message."])
 print("   (server and generator cores busy are CPU seconds over the measured window, all threads.)")
 print(f"   Idle: authenticated sockets over {ri['users']} users, RSS of the server process (after - before) / sockets.")
 print(f"   Pairs: {rp['clients']} keep-alive HTTP/1.1 senders, one POST in flight each, {rp['seconds']:g} s after "

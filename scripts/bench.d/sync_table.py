@@ -10,6 +10,9 @@ storm-*.times (the kill time, the restarted relay's "listening" time, its CPU se
 """
 import collections, datetime, json, math, os, re, sqlite3, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record
+
 d, clients, down = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 path = lambda name: os.path.join(d, name)
 
@@ -39,6 +42,7 @@ def log_times(name, pattern):
 
 
 def print_table(head, rows):
+    record.table("sync", head, rows)
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:
         print("   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())

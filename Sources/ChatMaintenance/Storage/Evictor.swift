@@ -79,15 +79,12 @@ public final class Evictor {
     /// Lock time a chunk aims at.
     public var targetChunkMillis: Double = 18
     /// Lock time after which a chunk's statements are stopped and the chunk rolled back
-    /// and redone at half the size (`Database.interrupt(after:)`): a chunk that aims at
-    /// 18–20 ms takes three to five times that now and then (the same chunk does not, run
-    /// again: the machine, not the data), and a writer waiting for the lock should
-    /// never wait more than 50 ms. 32, not 40: the `COMMIT` after the deadline, which
-    /// cannot be stopped, takes 2–3 ms but 10–17 ms when the machine stalls (three runs
-    /// of half of 1M at 40: the longest lock 53.7 ms; at 36 and a 20 ms aim, 2 of 8
-    /// runs had one over 50 ms, 59.0 and 66.4 ms; at 32 and 18 ms, none of 8, the
-    /// longest 46.5 ms, in the same time: 17.0 s on average both). Chunks of fixed rows
-    /// and the smallest ones are never stopped, so the job always moves on.
+    /// and redone at half the size (`Database.interrupt(after:)`). A chunk now and then
+    /// takes three to five times its aim (the machine, not the data), and a waiting writer
+    /// should never wait 50 ms: 32 leaves room for the `COMMIT`, which cannot be stopped
+    /// and takes up to 17 ms when the machine stalls. Chunks of fixed rows and the
+    /// smallest ones are never stopped, so the job always moves on. Measurements:
+    /// docs/decisions/0002-evict-chunks-aim-at-18-ms-and-stop-at-32.md.
     public var interruptAfterMillis: Double = 32
     /// Rows per chunk to start with, and the bounds of the adaptive size.
     public var initialChunkRows = 1_000
@@ -98,11 +95,8 @@ public final class Evictor {
     /// retries after 1, 3, 8, 18, 33, 53, 78 ms of waiting, then less often; a writer
     /// that began waiting during a chunk (at most 50 ms) retries at most 20 ms after the
     /// chunk ends, so 30 ms catches it, and one that waited longer (a rare long lock)
-    /// lands in one of the next pauses. It was 110 (longer than the handler's longest
-    /// sleep): with a writer committing every 50 ms through the eviction of half of 1M,
-    /// evict took 102.8 s, the writer waiting 33.7 ms at p99 and 55.5 ms at most; at 30,
-    /// 37.8–44.5 s in three runs, the writer waiting 19.5–33.7 ms at p99 and
-    /// 33.8–37.5 ms at most (`scripts/bench.d/writer_beside.py`); at 20, 55.1 ms at most.
+    /// lands in one of the next pauses. A longer pause only slows the eviction; a shorter
+    /// one misses retries (docs/decisions/0002).
     public var politePauseMillis: Double = 30
     /// Where SQLite writes VACUUM's temporary copy (for the free-space check).
     public var temporaryDirectory: String?
@@ -121,8 +115,7 @@ public final class Evictor {
   /// many of the same pages again (the search indexes' structure, the input segments a
   /// merge step trims, the freelist and pointer maps, the index pages of conversations
   /// running across chunks), and a checkpoint copies each page once however often the
-  /// WAL holds it: on 1M messages,
-  /// checkpoints took 3.1–3.2 s of an eviction every 16,384 frames, 1.7–2.2 s every 65,536.
+  /// WAL holds it, so fewer, larger checkpoints copy less (docs/decisions/0005).
   private var checkpointFrames = 16_384
   /// On a nearly full disk (a quarter of the free space under `checkpointFrames`
   /// pages), the most WAL to let grow: eviction is what a user runs on a full disk, and
@@ -211,9 +204,8 @@ public final class Evictor {
       if try db.int64("SELECT EXISTS (SELECT 1 FROM Messages)") == 0 {
         // Every message gone: each entry meets its deletion marker, so FTS5's merge would
         // read the whole index and write nothing, in one step no deadline can stop (its
-        // budget counts pages written: 326–616 ms on 200,000 messages). Emptying the
-        // indexes takes one transaction (35 ms of statements and a 100 ms commit there):
-        // still over 50 ms on a large file, but the shortest way FTS5 has.
+        // budget counts pages written). Emptying the indexes takes one transaction: over
+        // 50 ms on a large file, but the shortest way FTS5 has (docs/decisions/0002).
         _ = try inChunk(stoppable: false) {
           for table in searchIndexes { try SearchIndexUpkeep.deleteAll(db, table) }
           return 0
@@ -394,10 +386,9 @@ public final class Evictor {
   /// (`Database.interrupt(after:checkingEvery:)`): 16 for FTS5's merges and
   /// `incremental_vacuum`, whose work is many short statements or one short loop; 100
   /// for the deletes, whose FTS5 `'delete'` statements spend microseconds per
-  /// instruction (each row's text is tokenized in one). At 1,000 a delete chunk stopped
-  /// at 32 ms was seen to stop only at 44–51 ms in a slow hour; at 100, six paired runs
-  /// of half of 1M took the same time (16.2 s on average) with the longest lock per run
-  /// at 36.0–44.8 ms against 37.2–45.8 ms.
+  /// instruction (each row's text is tokenized in one), so checking every 1,000 would
+  /// let a stopped chunk run well past its deadline; checking every 100 costs nothing
+  /// measurable (docs/decisions/0002).
   private func inChunk(stoppable: Bool = true, checkingEvery: Int32 = 100, _ body: () throws -> Int) throws -> (
     Int, Double
   )? {
@@ -488,7 +479,7 @@ public final class Evictor {
   /// merged once, at the end. Merging whatever FTS5 picks every 16 chunks rewrote those
   /// old segments mid-run as well, as soon as level 1 held 16 segments; letting level 0
   /// grow without bound instead slows the final merge, whose every step trims each
-  /// input segment (on 1M messages, about 100 inputs: 7.9–9.6 s against 3.3–4.3 s).
+  /// input segment (docs/decisions/0005).
   /// When the structure cannot be read (`SearchIndexUpkeep.levels`), or level 0 nears
   /// `crisismerge` (128), FTS5 merges whatever it picks, every 16 chunks.
   private func mergeDeletionMarkers(atEnd: Bool = false) throws {
@@ -521,13 +512,11 @@ public final class Evictor {
       }
       mergePages = pages
       if work < 2 { break }
-      // Four fifths of the delete chunks' time (14.4 ms): a step's time varies more
-      // (FTS5 counts the pages it writes, and entries that cancel out are read but
-      // never written), but every step also reads and trims each of its input segments
-      // again, so fewer steps merge faster. Half of 1M, paired runs with chunks aimed at
-      // 20 ms: merge steps aimed at 16 ms instead of 10 took 5% less in all (6 of 7
-      // pairs; final merge 5.6 s against 6.1 s), with no longer locks; aimed at 22 ms,
-      // more steps ran past the deadline (final merge 6.9–8.7 s).
+      // Four fifths of the delete chunks' time: a step's time varies more (FTS5 counts
+      // the pages it writes, and entries that cancel out are read but never written),
+      // but every step also reads and trims each of its input segments again, so fewer,
+      // larger steps merge faster, up to where they start missing the deadline
+      // (docs/decisions/0002).
       mergePages = Self.scaled(pages, took: millis, aiming: options.targetChunkMillis * 0.8, within: 16...Int.max)
     }
   }
@@ -544,8 +533,7 @@ public final class Evictor {
           return 0
         }
         // Half the delete chunks' time: half of a step's lock is its commit, which the
-        // deadline cannot stop (a step aimed at 20 ms held the lock 53 ms, 23 ms of it
-        // committing).
+        // deadline cannot stop.
         if options.fixedChunkRows == nil {
           pages = Self.scaled(pages, took: millis, aiming: options.targetChunkMillis / 2, within: 64...Int.max)
         }
