@@ -21,9 +21,10 @@ public struct Command: Sendable {
   /// (a usage error is thrown as `UsageError`); `nil` for a group.
   public var check: (@Sendable (ParsedArguments) throws -> Void)?
   /// Examples of the command's JSON `result`, for `docs/json.md`; empty for a group.
-  public var resultExamples: [any CommandResult]
+  /// Made when asked (only `--json-reference` does), not each time the program starts.
+  public var resultExamples: @Sendable () -> [any CommandResult]
   /// An example of what the command adds to the envelope's `summary`, for `docs/json.md`.
-  public var summaryExample: (any Encodable & Sendable)?
+  public var summaryExample: @Sendable () -> (any Encodable & Sendable)?
 
   /// Creates a command; every part but the name is optional.
   public init(
@@ -45,8 +46,8 @@ public struct Command: Sendable {
     self.examples = examples
     self.run = run
     self.check = nil
-    self.resultExamples = []
-    self.summaryExample = nil
+    self.resultExamples = { [] }
+    self.summaryExample = { nil }
   }
 
   /// A runnable command from its type: the options are declared by running
@@ -65,8 +66,8 @@ public struct Command: Sendable {
       }
     }
     check = { parsed in _ = try Self.read(C.self, parsed) }
-    resultExamples = C.Result.allExamples
-    summaryExample = C.Result.summaryExample
+    resultExamples = { C.Result.allExamples }
+    summaryExample = { C.Result.summaryExample }
   }
 
   /// The options of `C` read from `parsed` and validated; every conversion and

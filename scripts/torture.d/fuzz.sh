@@ -44,10 +44,12 @@ for module in chatdb chat-relay chat-sync; do
 done
 bin=$(realpath "$(swift build --build-path "$build" --show-bin-path)")
 objects=()
-# Only the objects of sources that exist: a renamed or deleted file's object stays in
-# the build folder and would be linked twice (Migrations' source is generated).
-sources=$(find Sources -name '*.swift' -printf '%f\n' | sort -u)
-for module in ChatStore Migrations ChatMaintenance ChatCLI ChatProtocol LWSSupport ChatRelay ChatSync chatdb chat_relay chat_sync; do
+# Only the objects of sources that exist in the module's own folder: a renamed, moved or
+# deleted file's object stays in the build folder and would be linked twice
+# (Migrations' source is generated).
+for module in ChatStore Migrations ChatMaintenance ChatCLI ChatCommands ChatProtocol LWSSupport ChatRelay ChatSync \
+  chatdb chat_relay chat_sync; do
+  sources=$(find "Sources/${module//_/-}" -name '*.swift' -printf '%f\n' 2>/dev/null | sort -u || true)
   for object in "$bin/$module.build"/*.o; do
     if [ "$module" = Migrations ] || grep -qxF "$(basename "$object" .o)" <<<"$sources"; then objects+=("$object"); fi
   done

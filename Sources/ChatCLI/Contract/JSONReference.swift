@@ -9,7 +9,7 @@ enum JSONReference {
   /// with a table of its fields. `sample` is a command of the program whose example
   /// result fills the files' `result`.
   static func envelope(program: String, sample: Command) -> String {
-    let result = sample.resultExamples.first ?? EmptyResult()
+    let result = sample.resultExamples().first ?? EmptyResult()
     let path = "/home/me/.local/share/chatdb/chats-42.db"
     let commandPath = "\(program) \(sample.name)"
     func run(_ body: (CommandContext) -> Void) -> JSONValue {
@@ -77,7 +77,7 @@ enum JSONReference {
   static func section(_ command: Command, _ title: String) -> String {
     var encoded: [JSONValue] = []
     var optional: Set<String> = []
-    for example in command.resultExamples {
+    for example in command.resultExamples() {
       // The examples are the types' own values: encoding them cannot fail.
       guard let (value, keys) = try? JSONValueEncoder().encodeWithOptionalKeys(example) else { continue }
       encoded.append(value)
@@ -101,7 +101,7 @@ enum JSONReference {
         lines += ["", "```json", value.render(), "```"]
       }
     }
-    if let summary = command.summaryExample,
+    if let summary = command.summaryExample(),
       let (value, keys) = try? JSONValueEncoder().encodeWithOptionalKeys(summary)
     {
       lines += [
