@@ -1,11 +1,10 @@
 import Foundation
-import TestSupport
 import Testing
 
 @testable import ChatStore
 
 /// `DatabaseQueue` runs every use of its connection on its own thread, in order.
-@Suite(.ownThreads) struct DatabaseQueueTests {
+@Suite struct DatabaseQueueTests {
   func withQueue(_ body: (DatabaseQueue, String) async throws -> Void) async throws {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbqueue-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -87,7 +86,8 @@ import Testing
       try other.beginTransaction(.immediate)
       let waits = Locked(0)
       async let patient: Void = owner.writePatiently(30, waits: waits)
-      try await Task.sleep(for: .milliseconds(300))
+      // The lock goes once the writer has met it (however long the machine takes to get there).
+      while waits.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
       try other.commit()
       try await patient
       #expect(waits.withLock { $0 } == 1)
