@@ -218,7 +218,8 @@ public final class Relay: @unchecked Sendable {
       createdAt = Timestamp.string(milliseconds: ms)
     }
     let (message, isNew) = try store.post(
-      from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
+      from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content,
+      createdAt: createdAt, now: now)
     // The message is rendered once, for its event and its answer: the two are the bytes
     // of `WireJSON.encode` of `ServerEvent.newMessage` and `MessagePostAnswer` (keys sorted,
     // no spaces; RelayWireTests checks it).

@@ -248,7 +248,9 @@ final class TestRelay: Sendable {
     let recorded = Recorder()
     let handlers = RelayServer.Handlers(
       http: { _ in HTTPResponse(status: 404, contentType: "text/plain", body: Array("no".utf8)) },
-      authorizeSocket: { request in request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 7, device: 1) : nil },
+      authorizeSocket: { request in
+        request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 7, device: 1) : nil
+      },
       socketOpened: { socket, owner in
         let user = owner.user
         recorded.append(.opened(user: user))

@@ -32,7 +32,9 @@ final class RunningServer: Sendable {
         ].joined(separator: "\n")
         return HTTPResponse(status: 200, contentType: "text/plain", body: Array(text.utf8))
       },
-      authorizeSocket: { request in request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 42, device: 1) : nil },
+      authorizeSocket: { request in
+        request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 42, device: 1) : nil
+      },
       socketOpened: { socket, owner in
         let user = owner.user
         events.append("opened \(socket.raw) \(user)")
