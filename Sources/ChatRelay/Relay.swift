@@ -29,8 +29,8 @@ public final class Relay: @unchecked Sendable {
   /// How long a typing signal holds without a new one (clients hide it after this).
   static let typingExpiresMilliseconds: Int64 = 5_000
   private weak var server: RelayServer?
-  /// Open sockets and their users.
-  private var sockets: [SocketID: Int64] = [:]
+  /// Open sockets and their users' devices.
+  private var sockets: [SocketID: RelayCredential] = [:]
   private var socketsOfUser: [Int64: Set<SocketID>] = [:]
   /// What this turn's handlers said, held until the turn's commit (group commit).
   private var effects: [HeldEffect] = []
@@ -125,9 +125,25 @@ public final class Relay: @unchecked Sendable {
         if holds { notifyWebhook(message, unread: unread) }
       }
     }
+    closeSocketsOfRemovedDevices()
     if !logLines.isEmpty {
       log(logLines.joined(separator: "\n"))
       logLines.removeAll(keepingCapacity: true)
+    }
+  }
+
+  /// Closes (1008) the sockets of devices removed by another process (`chat-relay device
+  /// remove` or `user remove` while the relay runs), so a removed device is not left
+  /// receiving events until it reconnects: its reconnection is then refused (401). Looked
+  /// at only when `PRAGMA data_version` says another connection committed, which the
+  /// relay's own commits never do, so a turn costs one pragma.
+  private func closeSocketsOfRemovedDevices() {
+    guard !sockets.isEmpty, store.othersCommitted() else { return }
+    guard let removed = try? store.missingDevices(among: Set(sockets.values.map(\.device))), !removed.isEmpty
+    else { return }
+    for (socket, owner) in sockets where removed.contains(owner.device) {
+      logLines.append("socket \(socket.raw) closed: device \(owner.device) of user \(owner.user) was removed")
+      server?.close(socket, code: 1008)
     }
   }
 
@@ -316,7 +332,7 @@ public final class Relay: @unchecked Sendable {
   func opened(_ socket: SocketID, by owner: RelayCredential) {
     let user = owner.user
     let wasOnline = !(socketsOfUser[user]?.isEmpty ?? true)
-    sockets[socket] = user
+    sockets[socket] = owner
     socketsOfUser[user, default: []].insert(socket)
     try? store.setLastConnected(id: user, device: owner.device, at: Timestamp.string(milliseconds: now()))
     if !wasOnline { announce(user, online: true) }

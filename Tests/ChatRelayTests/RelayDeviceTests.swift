@@ -189,6 +189,56 @@ import Testing
     #expect(after.last?["upgrade"] as? Int == 401)
   }
 
+  /// A device removed by `chat-relay device remove` while the relay runs has its open
+  /// socket closed (1008) at the relay's next turn (a ping at the latest), not only its
+  /// next request refused; the user's other device keeps its socket.
+  @Test func aRemovedDevicesOpenSocketIsClosed() throws {
+    let folder = try Folder()
+    let db = folder.path + "/relay.db"
+    let phone = try relay(["user", "add", "--db", db, "--id", "1", "--name", "Ada"])
+    let laptop = try relay(["device", "add", "--db", db, "--user", "1", "--name", "laptop"])
+    let tokens = [phone, laptop].map { String($0.stdout.split(separator: "\n").last ?? "") }
+    let server = try Server(db: db, extra: ["--ping-seconds", "1"])
+    defer { server.stop() }
+    let holders = try tokens.map { try SocketHolder(port: server.port, token: $0) }
+    #expect(try relay(["device", "remove", "--db", db, "--user", "1", "--device", "2"]).status == 0)
+    #expect(holders[1].closeCode() == "1008")
+    // The phone's socket stays open: the relay closes it when it stops.
+    #expect(server.stop() == 0)
+    #expect(holders[0].closeCode() == "1001")
+  }
+
+  /// `interop/relay_devices.py --hold`: a WebSocket held open until the relay closes it.
+  final class SocketHolder {
+    let process = Process()
+    let output = Pipe()
+
+    init(port: Int, token: String) throws {
+      let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("interop/relay_devices.py").path
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+      process.arguments = [script, String(port), "--hold", token]
+      process.standardOutput = output
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+      // Waits for "open" (the script gives up by itself after its timeouts).
+      var line = Data()
+      while !line.contains(UInt8(ascii: "\n")) {
+        let chunk = output.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line.append(chunk)
+      }
+      #expect(String(decoding: line, as: UTF8.self).hasPrefix("open"))
+    }
+
+    /// The close code the script printed once the socket closed (it exits by itself).
+    func closeCode() -> String {
+      let rest = output.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      return String(decoding: rest, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+  }
+
   /// `interop/relay_devices.py`'s facts, one object per token.
   static func devices(port: Int, tokens: [String]) throws -> [[String: Any]] {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -55,6 +55,8 @@ public final class RelayStore {
   /// Checkpoints the WAL on its own thread once ``checkpointInBackground()`` started it.
   private var checkpointer: Checkpointer?
   private var commitsSinceCheckpoint = 0
+  /// `PRAGMA data_version` when ``othersCommitted()`` last looked.
+  private var seenDataVersion: Int64?
   /// Group commits between two background checkpoints: a few hundred WAL pages at most,
   /// so several run before SQLite's own automatic checkpoint (at 1,000 pages).
   static let commitsPerCheckpoint = 16
@@ -529,6 +531,25 @@ extension RelayStore {
         try db.execute("UPDATE RelayDevices SET last_seen_at = ? WHERE id = ? AND user_id = ?", [at, device, id])
       }
     }
+  }
+
+  /// Whether another connection committed to the file since the last call (the first
+  /// call answers true): `PRAGMA data_version`, read outside any group (it opens none).
+  /// See <https://sqlite.org/pragma.html#pragma_data_version>.
+  func othersCommitted() -> Bool {
+    guard let version = try? db.int64("PRAGMA data_version") else { return false }
+    defer { seenDataVersion = version }
+    return version != seenDataVersion
+  }
+
+  /// Of `devices`, those the file no longer holds (removed, or their user removed). Read
+  /// outside any group, like ``othersCommitted()``: for the end of a turn, after its commit.
+  func missingDevices(among devices: Set<Int64>) throws -> Set<Int64> {
+    var missing: Set<Int64> = []
+    for device in devices where try db.query(RelayQuery.deviceByID, [device], Self.device).isEmpty {
+      missing.insert(device)
+    }
+    return missing
   }
 
   /// Records when device `device` was last seen (`at`, ISO 8601 by convention); an

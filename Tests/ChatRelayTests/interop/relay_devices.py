@@ -4,6 +4,8 @@
         me: [status, body] of GET /v1/me
         posts: [status, messageId, replayed] of POST requestId 5 to user 2, twice
         upgrade: the status line's code of a WebSocket upgrade
+    relay_devices.py PORT --hold TOKEN -> opens a WebSocket, prints "open", then the
+        close code the relay ends it with (waits up to 30 s)
 """
 import base64
 import json
@@ -52,6 +54,33 @@ def upgrade(token):
             data += chunk
     return int(data.split(b" ")[1]) if data else 0
 
+
+def hold(token):
+    import asyncio
+
+    import websockets
+
+    async def main():
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}/v1/socket/updates",
+            extra_headers={"Authorization": f"Bearer {token}"},
+            open_timeout=10,
+            close_timeout=10,
+        ) as socket:
+            print("open", flush=True)
+            try:
+                while True:
+                    await asyncio.wait_for(socket.recv(), 30)
+            except websockets.exceptions.ConnectionClosed:
+                pass
+            print(socket.close_code, flush=True)
+
+    asyncio.run(main())
+
+
+if tokens[:1] == ["--hold"]:
+    hold(tokens[1])
+    sys.exit(0)
 
 facts = []
 for token in tokens:
