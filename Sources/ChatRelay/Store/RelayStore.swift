@@ -2,9 +2,10 @@ import ChatProtocol
 import ChatStore
 import Foundation
 
-/// The relay's durable state in one SQLite file, `relay.db`: users and token digests,
-/// contacts, messages until their recipient acknowledges them, idempotency records,
-/// receipts waiting for their user, and push records.
+/// The relay's durable state in one SQLite file, `relay.db`: users, their devices with
+/// their tokens' digests, contacts, messages until their recipient acknowledges them,
+/// idempotency records (by user, device and requestId), receipts waiting for their user,
+/// and push records.
 ///
 /// One `RelayStore` is one connection (WAL, `foreign_keys=ON`, see ChatStore's
 /// `Database`), used from one thread or serial executor: like `Database` it is not
@@ -18,7 +19,7 @@ import Foundation
 /// let store = try RelayStore(path: "relay.db")
 /// let token = try store.addUser(id: 1, name: "Ada", avatarURL: nil)
 /// try store.addUser(id: 2, name: "Grace", avatarURL: nil)
-/// let sender = try store.authenticate(token: token)  // 1
+/// let sender = try store.authenticate(token: token)  // user 1, device 1 (its first)
 /// let (message, isNew) = try store.post(
 ///   from: 1, requestID: 7, to: 2, content: "hi", createdAt: "2026-01-01T00:00:00.000Z", now: nowMs)
 /// ```
