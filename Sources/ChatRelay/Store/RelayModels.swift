@@ -68,6 +68,7 @@ public struct RelayCredential: Sendable, Hashable {
   /// The user's device the token was made for (`RelayDevices.id`).
   public var device: Int64
 
+  /// Device `device` of user `user`.
   public init(user: Int64, device: Int64) {
     self.user = user
     self.device = device
@@ -87,6 +88,7 @@ public struct RelayDevice: Sendable, Hashable, Codable {
   /// When it last opened or closed a socket (ISO 8601), or nil.
   public var lastSeenAt: String?
 
+  /// A device as the store read it.
   public init(id: Int64, userId: Int64, name: String, createdAt: String, lastSeenAt: String?) {
     self.id = id
     self.userId = userId
