@@ -23,3 +23,14 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
     """
   }
 }
+
+extension UsageError {
+  /// A usage error a command finds only once it runs (a choice that depends on the
+  /// data, such as which of a user's devices to act on), with the command's usage line.
+  public init<C: ParsableCommand>(_ message: String, in command: C.Type, context: CommandContext) {
+    let path = context.commandPath.split(separator: " ").map(String.init)
+    self.init(
+      message: message, usage: Help.usage(Command(command), path: path, truncated: true),
+      commandPath: context.commandPath)
+  }
+}

@@ -63,13 +63,37 @@ public struct UserList: Sendable, Hashable, Codable {
   public init(users: [RelayUser]) { self.users = users }
 }
 
-/// `GET /v1/me`: whose token this is.
+/// `GET /v1/me`: whose token this is: the user and which of their devices.
+///
+/// `{"user": {"id": 1, "name": "Ada", …}, "device": {"id": 3, "name": "laptop"}}`
 public struct TokenOwner: Sendable, Hashable, Codable {
   /// The token's user.
   public var user: RelayUser
+  /// The token's device; nil from a relay older than devices (it sends no `device`).
+  public var device: DeviceInfo?
 
-  /// The answer for `user`.
-  public init(user: RelayUser) { self.user = user }
+  /// The answer for `user` and `device`.
+  public init(user: RelayUser, device: DeviceInfo? = nil) {
+    self.user = user
+    self.device = device
+  }
+}
+
+/// One device of a user, as `GET /v1/me` names the caller's: `{"id": 3, "name": "laptop"}`.
+///
+/// A token belongs to one device; each device of a user has its own token, its own
+/// `requestId`s and its own idempotency records on the relay.
+public struct DeviceInfo: Sendable, Hashable, Codable {
+  /// The device's id, given by the relay (`chat-relay device add` prints it).
+  public var id: Int64
+  /// The name it was added with.
+  public var name: String
+
+  /// A device.
+  public init(id: Int64, name: String) {
+    self.id = id
+    self.name = name
+  }
 }
 
 /// `GET /v1/health`: `{"ok": true, "version": 1}`.

@@ -29,8 +29,8 @@ public final class Relay: @unchecked Sendable {
   /// How long a typing signal holds without a new one (clients hide it after this).
   static let typingExpiresMilliseconds: Int64 = 5_000
   private weak var server: RelayServer?
-  /// Open sockets and their users.
-  private var sockets: [SocketID: Int64] = [:]
+  /// Open sockets and their users' devices.
+  private var sockets: [SocketID: RelayCredential] = [:]
   private var socketsOfUser: [Int64: Set<SocketID>] = [:]
   /// What this turn's handlers said, held until the turn's commit (group commit).
   private var effects: [HeldEffect] = []
@@ -79,9 +79,9 @@ public final class Relay: @unchecked Sendable {
     return RelayServer.Handlers(
       http: { [self] in answer($0) },
       authorizeSocket: { [self] in try authenticate($0) },
-      socketOpened: { [self] in opened($0, user: $1) },
-      socketText: { [self] in received($2, on: $0, from: $1) },
-      socketClosed: { [self] in closed($0, user: $1) },
+      socketOpened: { [self] in opened($0, by: $1) },
+      socketText: { [self] in received($2, on: $0, from: $1.user) },
+      socketClosed: { [self] in closed($0, by: $1) },
       log: { [self] in logLines.append($0) },
       turnEnded: { [self] in endTurn(log: log) })
   }
@@ -125,9 +125,25 @@ public final class Relay: @unchecked Sendable {
         if holds { notifyWebhook(message, unread: unread) }
       }
     }
+    closeSocketsOfRemovedDevices()
     if !logLines.isEmpty {
       log(logLines.joined(separator: "\n"))
       logLines.removeAll(keepingCapacity: true)
+    }
+  }
+
+  /// Closes (1008) the sockets of devices removed by another process (`chat-relay device
+  /// remove` or `user remove` while the relay runs), so a removed device is not left
+  /// receiving events until it reconnects: its reconnection is then refused (401). Looked
+  /// at only when `PRAGMA data_version` says another connection committed, which the
+  /// relay's own commits never do, so a turn costs one pragma.
+  private func closeSocketsOfRemovedDevices() {
+    guard !sockets.isEmpty, store.othersCommitted() else { return }
+    guard let removed = try? store.missingDevices(among: Set(sockets.values.map(\.device))), !removed.isEmpty
+    else { return }
+    for (socket, owner) in sockets where removed.contains(owner.device) {
+      logLines.append("socket \(socket.raw) closed: device \(owner.device) of user \(owner.user) was removed")
+      server?.close(socket, code: 1008)
     }
   }
 
@@ -138,16 +154,19 @@ public final class Relay: @unchecked Sendable {
       if request.path == "/v1/health" {
         return try only("GET", request) { .wire(200, Health()) }
       }
-      let user = try authenticate(request) ?? { throw APIError.unauthorized }()
+      let owner = try authenticate(request) ?? { throw APIError.unauthorized }()
+      let user = owner.user
       switch request.path {
       case "/v1/messages":
-        if request.method == "POST" { return try postMessage(request, from: user) }
+        if request.method == "POST" { return try postMessage(request, from: owner) }
         return try only("GET", request, allow: "GET, POST") { try sync(request, for: user) }
       case "/v1/me":
         // Whose token this is: a client checks it before it sends anything as that user.
         return try only("GET", request) {
-          guard let me = try store.user(id: user) else { throw APIError.unauthorized }
-          return .wire(200, TokenOwner(user: me))
+          guard let me = try store.user(id: user), let device = try store.device(id: owner.device) else {
+            throw APIError.unauthorized
+          }
+          return .wire(200, TokenOwner(user: me, device: device.info))
         }
       case "/v1/users":
         return try only("GET", request) { try profiles(request.query["ids"], for: user) }
@@ -176,7 +195,8 @@ public final class Relay: @unchecked Sendable {
     return try body()
   }
 
-  func authenticate(_ request: HTTPRequest) throws -> Int64? {
+  /// The user and device of the request's bearer token, or nil.
+  func authenticate(_ request: HTTPRequest) throws -> RelayCredential? {
     guard let header = request.headers["authorization"], header.hasPrefix("Bearer ") else { return nil }
     // Spaces around the token are dropped by hand: Foundation's trimmingCharacters(in:)
     // was 9% of the relay's CPU per message in the bench's perf profile.
@@ -187,7 +207,7 @@ public final class Relay: @unchecked Sendable {
 
   // MARK: POST /v1/messages
 
-  func postMessage(_ request: HTTPRequest, from user: Int64) throws -> HTTPResponse {
+  func postMessage(_ request: HTTPRequest, from owner: RelayCredential) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
     let body: MessagePost = try MessagePost.parsePlain(request.body) ?? decode(request.body)
@@ -214,7 +234,8 @@ public final class Relay: @unchecked Sendable {
       createdAt = Timestamp.string(milliseconds: ms)
     }
     let (message, isNew) = try store.post(
-      from: user, requestID: body.requestId, to: body.toUserId, content: body.content, createdAt: createdAt, now: now)
+      from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content,
+      createdAt: createdAt, now: now)
     // The message is rendered once, for its event and its answer: the two are the bytes
     // of `WireJSON.encode` of `ServerEvent.newMessage` and `MessagePostAnswer` (keys sorted,
     // no spaces; RelayWireTests checks it).
@@ -308,20 +329,27 @@ public final class Relay: @unchecked Sendable {
 
   // MARK: - Sockets
 
-  func opened(_ socket: SocketID, user: Int64) {
+  func opened(_ socket: SocketID, by owner: RelayCredential) {
+    let user = owner.user
     let wasOnline = !(socketsOfUser[user]?.isEmpty ?? true)
-    sockets[socket] = user
+    sockets[socket] = owner
     socketsOfUser[user, default: []].insert(socket)
-    try? store.setLastConnected(id: user, at: Timestamp.string(milliseconds: now()))
+    try? store.setLastConnected(id: user, device: owner.device, at: Timestamp.string(milliseconds: now()))
     if !wasOnline { announce(user, online: true) }
   }
 
-  func closed(_ socket: SocketID, user: Int64) {
+  func closed(_ socket: SocketID, by owner: RelayCredential) {
+    let user = owner.user
     sockets[socket] = nil
     socketsOfUser[user]?.remove(socket)
-    guard socketsOfUser[user]?.isEmpty ?? true else { return }
+    let at = Timestamp.string(milliseconds: now())
+    guard socketsOfUser[user]?.isEmpty ?? true else {
+      // The user is still online on another socket: only this device was last seen now.
+      try? store.setLastSeen(device: owner.device, at: at)
+      return
+    }
     socketsOfUser[user] = nil
-    try? store.setLastConnected(id: user, at: Timestamp.string(milliseconds: now()))
+    try? store.setLastConnected(id: user, device: owner.device, at: at)
     announce(user, online: false)
   }
 

@@ -16,6 +16,15 @@ enum ChatRelayProgram {
         ],
         examples: ["chat-relay user add --db relay.db --id 42 --name Grace", "chat-relay user list --db relay.db"]),
       Command.group(
+        name: "device", abstract: "Manage a user's devices, each with its own token.",
+        subcommands: [
+          Command(DeviceAddCommand.self), Command(DeviceListCommand.self), Command(DeviceRemoveCommand.self),
+        ],
+        examples: [
+          "chat-relay device add --db relay.db --user 42 --name laptop",
+          "chat-relay device list --db relay.db --user 42",
+        ]),
+      Command.group(
         name: "push", abstract: "Push notifications recorded for offline users.",
         subcommands: [Command(PushListCommand.self)],
         examples: ["chat-relay push list --db relay.db", "chat-relay push list --db relay.db --limit 10 --json"]),

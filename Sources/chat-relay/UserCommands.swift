@@ -3,14 +3,16 @@ import ChatProtocol
 import ChatRelay
 import ChatStore
 
-/// `chat-relay user add`: a new user and their first token.
+/// `chat-relay user add`: a new user, their first device and its token.
 enum UserAddCommand: ParsableCommand {
   typealias Result = TokenResult
   static let name = "add"
-  static let abstract = "Add a user; prints their new token as the last line."
+  static let abstract = "Add a user with their first device; prints its new token as the last line."
   static let discussion: String? = """
     The token is shown once: the relay keeps only its SHA-256. Give it to chat-sync \
-    (--token). A user id is a positive 64-bit integer, as in chats-<id>.db.
+    (--token). A user id is a positive 64-bit integer, as in chats-<id>.db. The token \
+    belongs to the user's first device (named 'first device'); 'chat-relay device add' \
+    gives them more.
     """
 
   static let examples = [
@@ -38,9 +40,10 @@ enum UserAddCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let store = try RelayStore(path: options.database.path)
     let token = try store.addUser(id: options.id, name: options.name, avatarURL: options.avatarURL)
+    let device = try store.devices(of: options.id).first?.id ?? 0
     try options.database.report(
-      context, TokenResult(userId: options.id, token: token),
-      text: "Added user \(options.id) (\(options.name)). Token (shown once):\n\(token)")
+      context, TokenResult(userId: options.id, deviceId: device, token: token),
+      text: "Added user \(options.id) (\(options.name)) with device \(device). Token (shown once):\n\(token)")
   }
 }
 
@@ -96,7 +99,7 @@ struct UserIDOptions: ParsableOptions {
 /// `chat-relay user remove`.
 enum UserRemoveCommand: ParsableCommand {
   static let name = "remove"
-  static let abstract = "Remove a user and their tokens."
+  static let abstract = "Remove a user with their devices and tokens."
 
   static let examples = [
     "chat-relay user remove --db relay.db --id 7",
@@ -120,24 +123,51 @@ enum UserRemoveCommand: ParsableCommand {
   }
 }
 
-/// `chat-relay user token`: rotate a user's token.
+/// `chat-relay user token`: rotate the token of one of a user's devices.
 enum UserTokenCommand: ParsableCommand {
   typealias Result = TokenResult
   static let name = "token"
-  static let abstract = "Give a user a new token (the old one stops working); prints it as the last line."
+  static let abstract =
+    "Give a user's device a new token (the old one stops working); prints it as the last line."
+  static let discussion: String? = """
+    Without --device, the user's only device; a user with several devices needs \
+    --device (see 'chat-relay device list'). The user's other devices keep their tokens.
+    """
 
   static let examples = [
     "chat-relay user token --db relay.db --id 42",
-    "chat-relay user token --db relay.db --id 42 --json",
+    "chat-relay user token --db relay.db --id 42 --device 3 --json",
   ]
 
-  typealias Options = UserIDOptions
+  struct Options: ParsableOptions {
+    var user: UserIDOptions
+    var device: Int64?
+    init(_ o: inout OptionReader) {
+      user = UserIDOptions(&o)
+      device = o.option(
+        "--device", valueName: "id", help: "The device's id (needed when the user has several).",
+        parse: parseDeviceID)
+    }
+  }
 
   static func run(_ options: Options, in context: CommandContext) throws {
-    let token = try options.database.existing().rotateToken(id: options.id)
-    try options.database.report(
-      context, TokenResult(userId: options.id, token: token),
-      text: "New token for user \(options.id) (shown once; the old one no longer works):\n\(token)")
+    let id = options.user.id
+    let store = try options.user.database.existing()
+    var device = options.device
+    if device == nil {
+      let devices = try store.devices(of: id)
+      if devices.count > 1 {
+        throw UsageError(
+          "User \(id) has \(devices.count) devices (\(RelayStore.describe(devices))); choose one with '--device <id>'",
+          in: Self.self, context: context)
+      }
+      device = devices.first?.id
+    }
+    let token = try store.rotateToken(id: id, device: device)
+    try options.user.database.report(
+      context, TokenResult(userId: id, deviceId: device ?? 0, token: token),
+      text:
+        "New token for device \(device ?? 0) of user \(id) (shown once; the old one no longer works):\n\(token)")
   }
 }
 
@@ -190,10 +220,14 @@ enum PushListCommand: ParsableCommand {
   }
 }
 
-/// The `result` of `user add` and `user token`: the user's new token (shown once).
+/// The `result` of `user add` and `user token`: the new token (shown once) and the
+/// device it belongs to.
 struct TokenResult: CommandResult {
   var userId: Int64
+  var deviceId: Int64
   var token: String
 
-  static var example: TokenResult { TokenResult(userId: 7, token: "ct_4f9a1c2e7b3d5a8e0c6f2b9d1e4a7c3f") }
+  static var example: TokenResult {
+    TokenResult(userId: 7, deviceId: 1, token: "ct_4f9a1c2e7b3d5a8e0c6f2b9d1e4a7c3f")
+  }
 }

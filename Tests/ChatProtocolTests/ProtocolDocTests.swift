@@ -156,7 +156,8 @@ import Testing
     WireType(MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: "2026-01-31T12:00:00.000Z")),
     WireType(MessagePostAnswer(message: message, fromMessageRequestId: 7)),
     WireType(MessagesPage(messages: [message], hasMore: false, statusUpdates: [update])),
-    WireType(UserList(users: [user])), WireType(TokenOwner(user: user)), WireType(Health()),
+    WireType(UserList(users: [user])), WireType(TokenOwner(user: user, device: DeviceInfo(id: 3, name: "laptop"))),
+    WireType(Health()),
     WireType(PushNotice(toUserId: 2, messageId: 9, fromUserId: 1, unread: 3)),
   ]
 

@@ -66,6 +66,8 @@ import Testing
 
   @Test(arguments: [
     ["user", "list"], ["push", "list"], ["user", "remove", "--id", "1"], ["user", "token", "--id", "1"],
+    ["device", "list", "--user", "1"], ["device", "add", "--user", "1", "--name", "laptop"],
+    ["device", "remove", "--user", "1", "--device", "1"],
   ])
   func commandsThatOnlyReadOrChangeUsersNeverCreateTheFile(_ command: [String]) throws {
     let folder = try Folder()
@@ -77,6 +79,9 @@ import Testing
   @Test(arguments: [
     ["serve", "--db", "x.db", "--port", "70000"], ["serve", "--db", "x.db", "--faults", "nonsense=1"],
     ["user", "add", "--db", "x.db", "--id", "0", "--name", "A"], ["user", "add", "--db", "x.db", "--id", "1"],
+    ["device", "add", "--db", "x.db", "--user", "1"], ["device", "remove", "--db", "x.db", "--user", "1"],
+    ["device", "remove", "--db", "x.db", "--user", "1", "--device", "0"],
+    ["user", "token", "--db", "x.db", "--id", "1", "--device", "x"],
   ])
   func badCommandLinesAreUsageErrors(_ arguments: [String]) throws {
     let run = try relay(arguments)

@@ -14,9 +14,10 @@ import Testing
   static let commands: [[String]] = [
     ["user", "list"], ["push", "list"], ["user", "add", "--id", "99", "--name", "New"],
     ["user", "remove", "--id", "1"],
-    ["user", "token", "--id", "1"], ["serve", "--port", "0"],
+    ["user", "token", "--id", "1"], ["serve", "--port", "0"], ["device", "list", "--user", "1"],
+    ["device", "add", "--user", "1", "--name", "laptop"], ["device", "remove", "--user", "1", "--device", "1"],
   ]
-  static let readers: [[String]] = [["user", "list"], ["push", "list"]]
+  static let readers: [[String]] = [["user", "list"], ["push", "list"], ["device", "list", "--user", "1"]]
 
   static func run(_ command: [String], db: String) throws -> Output {
     try runBounded(relayPath, command + ["--db", db], seconds: 60)

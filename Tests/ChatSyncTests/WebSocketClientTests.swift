@@ -248,8 +248,11 @@ final class TestRelay: Sendable {
     let recorded = Recorder()
     let handlers = RelayServer.Handlers(
       http: { _ in HTTPResponse(status: 404, contentType: "text/plain", body: Array("no".utf8)) },
-      authorizeSocket: { request in request.headers["authorization"] == "Bearer good" ? 7 : nil },
-      socketOpened: { socket, user in
+      authorizeSocket: { request in
+        request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 7, device: 1) : nil
+      },
+      socketOpened: { socket, owner in
+        let user = owner.user
         recorded.append(.opened(user: user))
         recorded.server.withLock { $0 }?.send("hello \(user)", to: socket)
       },
@@ -258,7 +261,7 @@ final class TestRelay: Sendable {
         let reply = text == "too big please" ? String(repeating: "x", count: (1 << 20) + 1) : "echo:" + text
         recorded.server.withLock { $0 }?.send(reply, to: socket)
       },
-      socketClosed: { _, user in recorded.append(.closed(user: user)) }
+      socketClosed: { _, owner in recorded.append(.closed(user: owner.user)) }
     )
     let server = try RelayServer(port: 0, handlers: handlers)
     recorded.server.withLock { $0 = server }

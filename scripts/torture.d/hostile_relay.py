@@ -8,8 +8,9 @@ relay.db made by `chat-relay user add`, then an empty file, a text file, a folde
 FIFO, a truncated file, an overwritten header, overwritten b-tree pages, a garbage
 -wal, the -wal of another (non-relay) database, the -wal of another relay file, a
 symbolic link (followed: `--db` is the user's own choice) and a file from a newer
-relay schema. Each case is run under every command that opens the file: `user list`
-and `push list` (read-only), `user add`, `user remove`, `user token` and `serve`
+relay schema. Each case is run under every command that opens the file: `user list`,
+`push list` and `device list` (read-only), `user add`, `user remove`, `user token`,
+`device add`, `device remove` and `serve`
 (started on a free loopback port: it must exit with an error, or start, answer
 `GET /v1/health` and stop with 0 on SIGTERM). Every run must end within 20 s, with a
 code from the README's table (no signal, no 70) and, when it fails, one `Error: …`
@@ -143,8 +144,9 @@ CASES = {
     "newer schema": newer,
 }
 
-READERS = [["user", "list"], ["push", "list"]]
+READERS = [["user", "list"], ["push", "list"], ["device", "list", "--user", "1"]]
 WRITERS = [["user", "add", "--id", "99", "--name", "New"], ["user", "remove", "--id", "1"], ["user", "token", "--id", "1"],
+           ["device", "add", "--user", "1", "--name", "laptop"], ["device", "remove", "--user", "1", "--device", "1"],
            ["serve"]]
 
 
@@ -191,8 +193,9 @@ def attempt(case, make, command, n):
             problems.append(f"serve started, then exited {code} on SIGTERM: {err.strip()[-300:]!r}")
         elif code != 0 and (len(lines) != 1 or not lines[0].startswith("Error: ")):
             problems.append(f"stderr is not one Error line: {err.strip()[:300]!r}")
-        elif code != 0 and "relay.db" not in lines[0] and not re.match(r"Error: user \d+ does not exist$", lines[0]):
-            # (A usable file without the user is an error about the user, not the file.)
+        elif code != 0 and "relay.db" not in lines[0] and not re.match(
+                r"Error: (device \d+ of )?user \d+ does not exist$", lines[0]):
+            # (A usable file without the user or device is an error about them, not the file.)
             problems.append(f"the error does not name the file: {lines[0][:200]}")
         if note and "health answered 200" not in note:
             problems.append(note)

@@ -24,16 +24,16 @@ public final class RelayServer: @unchecked Sendable {
     /// means the answer comes later, through ``RelayServer/answer(_:with:)`` with the
     /// request's `exchange` (the relay answers after its commit at the end of the turn).
     public var http: @Sendable (HTTPRequest) -> HTTPResponse?
-    /// Returns the user id for a WebSocket upgrade request (path, query and headers,
+    /// Returns the token's user and device for a WebSocket upgrade request (path, query and headers,
     /// no body), or nil to refuse it with 401 and a JSON error body; a throw (the store
     /// is busy or failing) answers 503, which a client retries.
-    public var authorizeSocket: @Sendable (HTTPRequest) throws -> Int64?
-    /// A socket was accepted for the user id `authorizeSocket` returned.
-    public var socketOpened: @Sendable (SocketID, Int64) -> Void
+    public var authorizeSocket: @Sendable (HTTPRequest) throws -> RelayCredential?
+    /// A socket was accepted for the user and device `authorizeSocket` returned.
+    public var socketOpened: @Sendable (SocketID, RelayCredential) -> Void
     /// One complete text message arrived (fragments already joined).
-    public var socketText: @Sendable (SocketID, Int64, String) -> Void
+    public var socketText: @Sendable (SocketID, RelayCredential, String) -> Void
     /// The socket is gone, whichever side closed it; called once per opened socket.
-    public var socketClosed: @Sendable (SocketID, Int64) -> Void
+    public var socketClosed: @Sendable (SocketID, RelayCredential) -> Void
     /// One line per request and per socket: method, path (no query), status,
     /// milliseconds. Never a body, a query value or the `Authorization` header.
     public var log: @Sendable (String) -> Void
@@ -45,10 +45,10 @@ public final class RelayServer: @unchecked Sendable {
     /// Creates the handlers; everything but `http` defaults to refusing sockets / doing nothing.
     public init(
       http: @escaping @Sendable (HTTPRequest) -> HTTPResponse?,
-      authorizeSocket: @escaping @Sendable (HTTPRequest) throws -> Int64? = { _ in nil },
-      socketOpened: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
-      socketText: @escaping @Sendable (SocketID, Int64, String) -> Void = { _, _, _ in },
-      socketClosed: @escaping @Sendable (SocketID, Int64) -> Void = { _, _ in },
+      authorizeSocket: @escaping @Sendable (HTTPRequest) throws -> RelayCredential? = { _ in nil },
+      socketOpened: @escaping @Sendable (SocketID, RelayCredential) -> Void = { _, _ in },
+      socketText: @escaping @Sendable (SocketID, RelayCredential, String) -> Void = { _, _, _ in },
+      socketClosed: @escaping @Sendable (SocketID, RelayCredential) -> Void = { _, _ in },
       log: @escaping @Sendable (String) -> Void = { _ in },
       turnEnded: @escaping @Sendable () -> Void = {}
     ) {

@@ -13,7 +13,7 @@ extension ServiceCore {
         started: started)
       return -1
     }
-    let authorized: Int64?
+    let authorized: RelayCredential?
     do {
       authorized = try handlers.authorizeSocket(request)
     } catch {
@@ -24,14 +24,14 @@ extension ServiceCore {
         started: started)
       return -1
     }
-    guard let userID = authorized else {
+    guard let owner = authorized else {
       refuse(
         wsi, connection, request,
         .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
         started: started)
       return -1
     }
-    connection.socket = SocketState(userID: userID)
+    connection.socket = SocketState(owner: owner)
     return 0
   }
 
@@ -43,8 +43,8 @@ extension ServiceCore {
     connection.socket = socket
     sockets[id] = wsi
     outbound.withLock { _ = $0.live.insert(id) }
-    handlers.log("socket \(id) opened for user \(socket.userID)")
-    handlers.socketOpened(SocketID(raw: id), socket.userID)
+    handlers.log("socket \(id) opened for user \(socket.owner.user) device \(socket.owner.device)")
+    handlers.socketOpened(SocketID(raw: id), socket.owner)
     return 0
   }
 
@@ -63,7 +63,7 @@ extension ServiceCore {
     let text = complete ? String(decoding: socket.incoming, as: UTF8.self) : nil
     if complete { socket.incoming = [] }
     connection.socket = socket
-    if let text { handlers.socketText(SocketID(raw: id), socket.userID, text) }
+    if let text { handlers.socketText(SocketID(raw: id), socket.owner, text) }
     return 0
   }
 
@@ -120,7 +120,7 @@ extension ServiceCore {
       state.wake.remove(id)
     }
     handlers.log("socket \(id) closed after \(milliseconds(since: opened))ms")
-    handlers.socketClosed(SocketID(raw: id), socket.userID)
+    handlers.socketClosed(SocketID(raw: id), socket.owner)
   }
 
   /// Asks for a writable callback on each socket `send` or `close` touched.

@@ -241,7 +241,7 @@ struct Exchange {
 
 /// One open WebSocket.
 struct SocketState {
-  let userID: Int64
+  let owner: RelayCredential
   var opened: ContinuousClock.Instant?
   var incoming: [UInt8] = []
   var reportedClosed = false

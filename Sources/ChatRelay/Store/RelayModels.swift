@@ -60,3 +60,57 @@ public struct RequestIDConflict: Error, CustomStringConvertible, Sendable {
     "requestId \(requestID) was already used for a different message (message \(messageID))"
   }
 }
+
+/// Who a token belongs to: one device of one user.
+public struct RelayCredential: Sendable, Hashable {
+  /// The token's user.
+  public var user: Int64
+  /// The user's device the token was made for (`RelayDevices.id`).
+  public var device: Int64
+
+  /// Device `device` of user `user`.
+  public init(user: Int64, device: Int64) {
+    self.user = user
+    self.device = device
+  }
+}
+
+/// One device of a user as the relay keeps it (never its token): `chat-relay device list`.
+public struct RelayDevice: Sendable, Hashable, Codable {
+  /// The device's id, unique in the relay and never reused.
+  public var id: Int64
+  /// The user it belongs to.
+  public var userId: Int64
+  /// The name given to `device add` (`first device` for the one `user add` makes).
+  public var name: String
+  /// When it was added (ISO 8601).
+  public var createdAt: String
+  /// When it last opened or closed a socket (ISO 8601), or nil.
+  public var lastSeenAt: String?
+
+  /// A device as the store read it.
+  public init(id: Int64, userId: Int64, name: String, createdAt: String, lastSeenAt: String?) {
+    self.id = id
+    self.userId = userId
+    self.name = name
+    self.createdAt = createdAt
+    self.lastSeenAt = lastSeenAt
+  }
+
+  /// The device as `GET /v1/me` names it.
+  public var info: DeviceInfo { DeviceInfo(id: id, name: name) }
+
+  private enum CodingKeys: String, CodingKey {
+    case id, userId, name, createdAt, lastSeenAt
+  }
+
+  /// Writes nulls rather than leaving them out, as the relay's other records do.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(id, forKey: .id)
+    try container.encode(userId, forKey: .userId)
+    try container.encode(name, forKey: .name)
+    try container.encode(createdAt, forKey: .createdAt)
+    try container.encode(lastSeenAt, forKey: .lastSeenAt)
+  }
+}

@@ -8,11 +8,15 @@
 enum RelayQuery {
   static let userExists = "SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)"
   static let userByID = "SELECT id, name, avatar_url, last_connected_at FROM RelayUsers WHERE id = ?"
-  static let tokensByLookupKey = "SELECT user_id, digest FROM RelayTokens WHERE lookup_key = ?"
+  static let tokensByLookupKey = "SELECT user_id, id, digest FROM RelayDevices WHERE lookup_key = ?"
+  static let devicesOfUser =
+    "SELECT id, user_id, name, created_at, last_seen_at FROM RelayDevices WHERE user_id = ? ORDER BY id"
+  static let deviceByID = "SELECT id, user_id, name, created_at, last_seen_at FROM RelayDevices WHERE id = ?"
+  static let firstDeviceOf = "SELECT min(id) FROM RelayDevices WHERE user_id = ?"
   static let lastMessageID = "SELECT value FROM RelayCounters WHERE name = 'last_message_id'"
   static let setLastMessageID = "UPDATE RelayCounters SET value = ? WHERE name = 'last_message_id'"
   static let requestByKey =
-    "SELECT message_id, from_user_id, to_user_id, content, created_at FROM RelayRequests WHERE from_user_id = ? AND request_id = ?"
+    "SELECT message_id, from_user_id, to_user_id, content, created_at FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
   static let undelivered =
     "SELECT id, from_user_id, to_user_id, content, created_at FROM RelayMessages WHERE to_user_id = ? AND id > ? ORDER BY id LIMIT ?"
   static let deleteDelivered = "DELETE FROM RelayMessages WHERE id = ? AND to_user_id = ? RETURNING from_user_id"
@@ -35,6 +39,7 @@ enum RelayQuery {
   /// Every entry, with a name for reports.
   static let all: [(name: String, sql: String)] = [
     ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
+    ("devicesOfUser", devicesOfUser), ("deviceByID", deviceByID), ("firstDeviceOf", firstDeviceOf),
     ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
     ("undelivered", undelivered), ("deleteDelivered", deleteDelivered), ("contactExists", contactExists),
     ("contactsOf", contactsOf), ("readMark", readMark), ("statusUpdates", statusUpdates),

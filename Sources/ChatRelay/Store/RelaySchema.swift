@@ -6,7 +6,7 @@ import ChatStore
 /// apart and no build step is needed. Applied migrations are recorded the way chat
 /// files record theirs (`chatdb_migrations`: version, name, SHA-256 of the normalised
 /// SQL, time) and `PRAGMA user_version` is the newest applied. A shipped migration is
-/// never edited: add `0002_relay_….sql` to `migrations` instead.
+/// never edited: add `0003_relay_….sql` to `migrations` instead.
 ///
 /// The file says what it is in its header: `PRAGMA application_id` is `RELY`
 /// (0x52454C59), set by the first migration. `RelayStore` refuses a file with tables
@@ -21,7 +21,8 @@ public enum RelaySchema {
   public static let migrations: [Migration] = {
     do {
       return try Migration.validated([
-        Migration(fileName: "0001_relay_initial.sql", sql: initial)
+        Migration(fileName: "0001_relay_initial.sql", sql: initial),
+        Migration(fileName: "0002_relay_devices.sql", sql: devices),
       ])
     } catch {
       fatalError("the relay's migration set is invalid: \(error)")
@@ -119,5 +120,54 @@ public enum RelaySchema {
       value INTEGER NOT NULL
     ) WITHOUT ROWID;
     INSERT INTO RelayCounters (name, value) VALUES ('last_message_id', 0);
+    """
+
+  // MARK: - 0002
+
+  /// Devices are first-class: a token belongs to one device of one user. Each user's
+  /// existing token becomes their first device (so it keeps working), and the
+  /// idempotency key becomes (user, device, requestId); the existing records go to the
+  /// sender's first device (0 when the sender is gone: no device can send as them).
+  static let devices = """
+    -- A user's devices, each with its own bearer token as SHA-256 only; lookup_key is the
+    -- digest's first 8 bytes (not secret), the whole digest is compared in constant time.
+    -- AUTOINCREMENT: a removed device's id is never given to another device, whose
+    -- requestIds would otherwise meet the removed one's idempotency records.
+    CREATE TABLE RelayDevices (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      user_id INTEGER NOT NULL REFERENCES RelayUsers(id) ON DELETE CASCADE,
+      name TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      last_seen_at TEXT,
+      lookup_key INTEGER NOT NULL,
+      digest BLOB NOT NULL CHECK (length(digest) = 32)
+    );
+    CREATE INDEX RelayDevicesByLookupKey ON RelayDevices(lookup_key);
+    CREATE INDEX RelayDevicesByUser ON RelayDevices(user_id, id);
+
+    INSERT INTO RelayDevices (user_id, name, created_at, lookup_key, digest)
+      SELECT user_id, 'first device', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), lookup_key, digest
+      FROM RelayTokens ORDER BY user_id;
+    DROP TABLE RelayTokens;
+
+    -- Idempotency records: (sender, sender's device, requestId) -> the message it made.
+    CREATE TABLE RelayRequests_0002 (
+      from_user_id INTEGER NOT NULL,
+      device_id INTEGER NOT NULL,
+      request_id INTEGER NOT NULL,
+      message_id INTEGER NOT NULL UNIQUE,
+      to_user_id INTEGER NOT NULL,
+      content TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (from_user_id, device_id, request_id)
+    ) WITHOUT ROWID;
+    INSERT INTO RelayRequests_0002
+      (from_user_id, device_id, request_id, message_id, to_user_id, content, created_at)
+      SELECT r.from_user_id,
+        coalesce((SELECT min(d.id) FROM RelayDevices d WHERE d.user_id = r.from_user_id), 0),
+        r.request_id, r.message_id, r.to_user_id, r.content, r.created_at
+      FROM RelayRequests r;
+    DROP TABLE RelayRequests;
+    ALTER TABLE RelayRequests_0002 RENAME TO RelayRequests;
     """
 }

@@ -12,7 +12,9 @@ extension RelayStore {
   }
 
   /// Accepts a message from `from` to `to` and gives it the relay's id; idempotent per
-  /// (`from`, `requestID`).
+  /// (`from`, `device`, `requestID`): each device numbers its own requests, so the same
+  /// `requestID` from two devices of one user is two messages. Without `device`, the
+  /// sender's first device (callers that know only the user: tools and tests).
   ///
   /// The first call with a `requestID` stores the message and returns it with
   /// `isNew == true`. A retry returns that same message with `isNew == false`, also
@@ -30,7 +32,8 @@ extension RelayStore {
   /// (`Timestamp.milliseconds(from:)`). An unknown sender or recipient is `.notFound`.
   /// The sender and the recipient become each other's contacts.
   public func post(
-    from sender: Int64, requestID: Int64, to recipient: Int64, content: String, createdAt: String, now: Int64
+    from sender: Int64, device: Int64? = nil, requestID: Int64, to recipient: Int64, content: String,
+    createdAt: String, now: Int64
   ) throws -> (message: RelayMessage, isNew: Bool) {
     guard requestID > 0 else { throw StoreError(.badInput, "requestId \(requestID) must be positive", path: path) }
     guard sender != recipient else {
@@ -44,7 +47,8 @@ extension RelayStore {
         path: path)
     }
     return try writing("post a message from user \(sender) to") { db in
-      let recorded = try db.query(RelayQuery.requestByKey, [sender, requestID], Self.message).first
+      let device = try device ?? db.int64(RelayQuery.firstDeviceOf, [sender]) ?? 0
+      let recorded = try db.query(RelayQuery.requestByKey, [sender, device, requestID], Self.message).first
       if let recorded {
         guard recorded.toUserId == recipient, recorded.content == content else {
           throw RequestIDConflict(requestID: requestID, messageID: recorded.messageId)
@@ -61,8 +65,8 @@ extension RelayStore {
         "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?)",
         [id, sender, recipient, content, createdAt])
       try db.execute(
-        "INSERT INTO RelayRequests (from_user_id, request_id, message_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [sender, requestID, id, recipient, content, createdAt])
+        "INSERT INTO RelayRequests (from_user_id, device_id, request_id, message_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [sender, device, requestID, id, recipient, content, createdAt])
       try db.execute(
         "INSERT OR IGNORE INTO RelayContacts (user_id, contact_id) VALUES (?1, ?2), (?2, ?1)", [sender, recipient])
       return (

@@ -2,9 +2,10 @@ import ChatProtocol
 import ChatStore
 import Foundation
 
-/// The relay's durable state in one SQLite file, `relay.db`: users and token digests,
-/// contacts, messages until their recipient acknowledges them, idempotency records,
-/// receipts waiting for their user, and push records.
+/// The relay's durable state in one SQLite file, `relay.db`: users, their devices with
+/// their tokens' digests, contacts, messages until their recipient acknowledges them,
+/// idempotency records (by user, device and requestId), receipts waiting for their user,
+/// and push records.
 ///
 /// One `RelayStore` is one connection (WAL, `foreign_keys=ON`, see ChatStore's
 /// `Database`), used from one thread or serial executor: like `Database` it is not
@@ -18,7 +19,7 @@ import Foundation
 /// let store = try RelayStore(path: "relay.db")
 /// let token = try store.addUser(id: 1, name: "Ada", avatarURL: nil)
 /// try store.addUser(id: 2, name: "Grace", avatarURL: nil)
-/// let sender = try store.authenticate(token: token)  // 1
+/// let sender = try store.authenticate(token: token)  // user 1, device 1 (its first)
 /// let (message, isNew) = try store.post(
 ///   from: 1, requestID: 7, to: 2, content: "hi", createdAt: "2026-01-01T00:00:00.000Z", now: nowMs)
 /// ```
@@ -55,6 +56,8 @@ public final class RelayStore {
   /// Checkpoints the WAL on its own thread once ``checkpointInBackground()`` started it.
   private var checkpointer: Checkpointer?
   private var commitsSinceCheckpoint = 0
+  /// `PRAGMA data_version` when ``othersCommitted()`` last looked.
+  private var seenDataVersion: Int64?
   /// Group commits between two background checkpoints: a few hundred WAL pages at most,
   /// so several run before SQLite's own automatic checkpoint (at 1,000 pages).
   static let commitsPerCheckpoint = 16
@@ -287,22 +290,22 @@ final class Checkpointer: @unchecked Sendable {
   }
 }
 
-/// Users of tokens that authenticated, by the digest's lookup key, valid for one
+/// Devices of tokens that authenticated, by the digest's lookup key, valid for one
 /// `PRAGMA data_version` of the file (see ``RelayStore/authenticate(token:)``).
 struct TokenCache {
   /// The most tokens remembered; past it the memory starts again empty.
   static let capacity = 100_000
   var dataVersion: Int64?
-  var users: [Int64: (user: Int64, digest: [UInt8])] = [:]
+  var owners: [Int64: (owner: RelayCredential, digest: [UInt8])] = [:]
 
   mutating func forget(dataVersion: Int64?) {
     self.dataVersion = dataVersion
-    users.removeAll()
+    owners.removeAll()
   }
 
-  mutating func remember(_ key: Int64, user: Int64, digest: [UInt8]) {
-    if users.count >= Self.capacity { users.removeAll() }
-    users[key] = (user, digest)
+  mutating func remember(_ key: Int64, owner: RelayCredential, digest: [UInt8]) {
+    if owners.count >= Self.capacity { owners.removeAll() }
+    owners[key] = (owner, digest)
   }
 }
 
@@ -315,15 +318,22 @@ extension RelayStore {
       id: row.int64(0), name: row.string(1), avatarURL: row.optionalString(2), lastConnectedAt: row.optionalString(3))
   }
 
-  /// Adds a user and returns their first bearer token.
+  /// The name of the device ``addUser(id:name:avatarURL:)`` makes (and migration 0002
+  /// gave each existing token).
+  public static let firstDeviceName = "first device"
+
+  /// Adds a user with their first device (``firstDeviceName``) and returns that
+  /// device's bearer token.
   ///
   /// The token (32 random bytes, base64url without padding) is returned once and
   /// never stored: only its SHA-256 is. `id` must be positive and unused
   /// (`.badInput` naming it otherwise); `name` is 1 to 2,048 bytes, `avatarURL` at
-  /// most 2,048. An id once removed may be added again; it then answers the old
-  /// user's retried `requestId`s with their messages (idempotency records are kept).
+  /// most 2,048. An id once removed may be added again; its devices are new ones, so
+  /// the old user's idempotency records (kept, by device) are never met again.
   @discardableResult
-  public func addUser(id: Int64, name: String, avatarURL: String?) throws -> String {
+  public func addUser(id: Int64, name: String, avatarURL: String?, now: Int64 = RelayStore.currentMilliseconds())
+    throws -> String
+  {
     guard id > 0 else { throw StoreError(.badInput, "user id \(id) must be positive", path: path) }
     try requireText(name, field: "name")
     if let avatarURL { try requireText(avatarURL, field: "avatarURL", allowEmpty: true) }
@@ -334,33 +344,118 @@ extension RelayStore {
         throw StoreError(.badInput, "user \(id) already exists", path: path)
       }
       try db.execute("INSERT INTO RelayUsers (id, name, avatar_url) VALUES (?, ?, ?)", [id, name, avatarURL])
-      try storeToken(token, for: id, db)
+      _ = try insertDevice(user: id, name: Self.firstDeviceName, token: token, now: now, db)
     }
     return token
   }
 
-  /// Replaces a user's token with a new one and returns it: the old token stops
-  /// authenticating at once. `.notFound` for an unknown user.
-  public func rotateToken(id: Int64) throws -> String {
+  /// Adds a device to user `user` and returns it with its bearer token (shown once,
+  /// stored as SHA-256 only). `name` is 1 to 2,048 bytes; `.notFound` for an unknown user.
+  public func addDevice(user: Int64, name: String, now: Int64 = RelayStore.currentMilliseconds()) throws -> (
+    device: RelayDevice, token: String
+  ) {
+    try requireText(name, field: "name")
     let token = try AccessToken.generate()
     tokenCache.forget(dataVersion: nil)
-    try writing("rotate the token of user \(id) in") { db in
-      try requireUser(id, db)
-      try storeToken(token, for: id, db)
+    let device = try writing("add a device to user \(user) in") { db in
+      try requireUser(user, db)
+      return try insertDevice(user: user, name: name, token: token, now: now, db)
+    }
+    return (device, token)
+  }
+
+  private func insertDevice(user: Int64, name: String, token: String, now: Int64, _ db: Database) throws
+    -> RelayDevice
+  {
+    let digest = AccessToken.digest(token)
+    let createdAt = Timestamp.string(milliseconds: now)
+    try db.execute(
+      "INSERT INTO RelayDevices (user_id, name, created_at, lookup_key, digest) VALUES (?, ?, ?, ?, ?)",
+      [user, name, createdAt, AccessToken.lookupKey(digest), digest])
+    return RelayDevice(id: db.lastInsertRowID, userId: user, name: name, createdAt: createdAt, lastSeenAt: nil)
+  }
+
+  /// Reads `RelayQuery.devicesOfUser` and `.deviceByID` rows.
+  private static func device(_ row: Row) -> RelayDevice {
+    RelayDevice(
+      id: row.int64(0), userId: row.int64(1), name: row.string(2), createdAt: row.string(3),
+      lastSeenAt: row.optionalString(4))
+  }
+
+  /// User `user`'s devices, by id. `.notFound` for an unknown user.
+  public func devices(of user: Int64) throws -> [RelayDevice] {
+    try reading("read the devices of user \(user) in") { db in
+      try requireUser(user, db)
+      return try db.query(RelayQuery.devicesOfUser, [user], Self.device)
+    }
+  }
+
+  /// Device `id`, or nil.
+  public func device(id: Int64) throws -> RelayDevice? {
+    try reading("read device \(id) from") { db in try db.query(RelayQuery.deviceByID, [id], Self.device).first }
+  }
+
+  /// The device `device` of user `user`, or `.notFound` naming which is unknown.
+  private func requireDevice(_ device: Int64, of user: Int64, _ db: Database) throws {
+    try requireUser(user, db)
+    guard try db.query(RelayQuery.deviceByID, [device], Self.device).first?.userId == user else {
+      throw StoreError(.notFound, "device \(device) of user \(user) does not exist", path: path)
+    }
+  }
+
+  /// Removes device `device` of user `user`: its token stops authenticating at once (in
+  /// this process, and in a serving relay at its next check, see
+  /// ``authenticate(token:)``). Its idempotency records stay. `.notFound` for an unknown
+  /// user, or a device that is not theirs.
+  public func removeDevice(user: Int64, device: Int64) throws {
+    tokenCache.forget(dataVersion: nil)
+    try writing("remove device \(device) of user \(user) from") { db in
+      try requireDevice(device, of: user, db)
+      try db.execute("DELETE FROM RelayDevices WHERE id = ?", [device])
+    }
+  }
+
+  /// Replaces the token of device `device` of user `id` with a new one and returns it:
+  /// the old token stops authenticating at once. Without `device`, the user's only
+  /// device (`.badInput` listing them when there are several). `.notFound` for an
+  /// unknown user or device.
+  public func rotateToken(id: Int64, device: Int64? = nil) throws -> String {
+    let token = try AccessToken.generate()
+    tokenCache.forget(dataVersion: nil)
+    try writing("rotate a token of user \(id) in") { db in
+      let target: Int64
+      if let device {
+        try requireDevice(device, of: id, db)
+        target = device
+      } else {
+        try requireUser(id, db)
+        let devices = try db.query(RelayQuery.devicesOfUser, [id], Self.device)
+        guard devices.count == 1, let only = devices.first else {
+          throw StoreError(
+            .badInput,
+            devices.isEmpty
+              ? "user \(id) has no device ('chat-relay device add' gives them one)"
+              : "user \(id) has \(devices.count) devices (\(Self.describe(devices))); name one",
+            path: path)
+        }
+        target = only.id
+      }
+      let digest = AccessToken.digest(token)
+      try db.execute(
+        "UPDATE RelayDevices SET lookup_key = ?, digest = ? WHERE id = ?",
+        [AccessToken.lookupKey(digest), digest, target])
     }
     return token
   }
 
-  private func storeToken(_ token: String, for id: Int64, _ db: Database) throws {
-    let digest = AccessToken.digest(token)
-    try db.execute(
-      "INSERT OR REPLACE INTO RelayTokens (user_id, lookup_key, digest) VALUES (?, ?, ?)",
-      [id, AccessToken.lookupKey(digest), digest])
+  /// `1 'phone', 2 'laptop'`: devices as an error message lists them.
+  public static func describe(_ devices: [RelayDevice]) -> String {
+    devices.map { "\($0.id) '\($0.name)'" }.joined(separator: ", ")
   }
 
   /// Removes a user. `.notFound` for an unknown user.
   ///
-  /// Gone with them: their token, the messages waiting for them (no one could ever
+  /// Gone with them: their devices and tokens, the messages waiting for them (no one could ever
   /// acknowledge them), the receipts waiting for them, their read marks and their
   /// contact pairs (so nobody sees their profile any more). Kept: messages they sent
   /// that are not yet delivered (the recipients still get them), every idempotency
@@ -369,7 +464,7 @@ extension RelayStore {
     tokenCache.forget(dataVersion: nil)
     try writing("remove user \(id) from") { db in
       try requireUser(id, db)
-      try db.execute("DELETE FROM RelayTokens WHERE user_id = ?", [id])
+      try db.execute("DELETE FROM RelayDevices WHERE user_id = ?", [id])
       try db.execute("DELETE FROM RelayMessages WHERE to_user_id = ?", [id])
       try db.execute("DELETE FROM RelayStatusUpdates WHERE user_id = ?", [id])
       try db.execute("DELETE FROM RelayReadMarks WHERE reader_id = ?1 OR sender_id = ?1", [id])
@@ -392,45 +487,78 @@ extension RelayStore {
     }
   }
 
-  /// The user whose token `token` is, or nil.
+  /// The user and device whose token `token` is, or nil.
   ///
   /// The token's SHA-256 is found by its first 8 bytes (an indexed, non-secret key)
   /// and then compared whole with `CRYPTO_memcmp`, whose time does not depend on
   /// where two digests differ. Text longer than 256 bytes is no token.
   /// See <https://docs.openssl.org/3.0/man3/CRYPTO_memcmp/>.
   ///
-  /// Tokens that matched are remembered (digest and user, by the same key, compared the
+  /// Tokens that matched are remembered (digest and owner, by the same key, compared the
   /// same way) for as long as the file's `PRAGMA data_version` says no other connection
-  /// committed: a token rotated or a user removed by `chat-relay user …` in another
-  /// process empties the memory before the next check, and so do this store's own
-  /// ``addUser(id:name:avatarURL:)``, ``rotateToken(id:)`` and ``removeUser(id:)``.
+  /// committed: a token rotated, a device or a user removed by `chat-relay user …` or
+  /// `device …` in another process empties the memory before the next check, and so do
+  /// this store's own calls that change devices.
   /// See <https://sqlite.org/pragma.html#pragma_data_version>.
-  public func authenticate(token: String) throws -> Int64? {
+  public func authenticate(token: String) throws -> RelayCredential? {
     guard !token.isEmpty, token.utf8.count <= AccessToken.maximumLength else { return nil }
     let digest = AccessToken.digest(token)
     let key = AccessToken.lookupKey(digest)
     return try reading("authenticate against") { db in
       let version = try db.int64("PRAGMA data_version") ?? 0
       if version != tokenCache.dataVersion { tokenCache.forget(dataVersion: version) }
-      if let known = tokenCache.users[key], AccessToken.digestsMatch(known.digest, digest) { return known.user }
-      let candidates = try db.query(RelayQuery.tokensByLookupKey, [key]) { row in (row.int64(0), row.value(1)) }
-      var match: Int64?
-      for (user, stored) in candidates {
-        guard case .blob(let bytes) = stored else { continue }
-        if AccessToken.digestsMatch(bytes, digest) { match = user }
+      if let known = tokenCache.owners[key], AccessToken.digestsMatch(known.digest, digest) { return known.owner }
+      let candidates = try db.query(RelayQuery.tokensByLookupKey, [key]) { row in
+        (RelayCredential(user: row.int64(0), device: row.int64(1)), row.value(2))
       }
-      if let match { tokenCache.remember(key, user: match, digest: digest) }
+      var match: RelayCredential?
+      for (owner, stored) in candidates {
+        guard case .blob(let bytes) = stored else { continue }
+        if AccessToken.digestsMatch(bytes, digest) { match = owner }
+      }
+      if let match { tokenCache.remember(key, owner: match, digest: digest) }
       return match
     }
   }
 
-  /// Records when a user last connected (`at`, ISO 8601 by convention).
-  /// `.notFound` for an unknown user.
-  public func setLastConnected(id: Int64, at: String) throws {
+  /// Records when a user last connected (`at`, ISO 8601 by convention), and with
+  /// `device` when that device was last seen. `.notFound` for an unknown user.
+  public func setLastConnected(id: Int64, device: Int64? = nil, at: String) throws {
     try requireText(at, field: "lastConnectedAt")
-    try writing("record the last connection of user \(id) in", singleWrite: true) { db in
+    try writing("record the last connection of user \(id) in", singleWrite: device == nil) { db in
       try requireUser(id, db)
       try db.execute("UPDATE RelayUsers SET last_connected_at = ? WHERE id = ?", [at, id])
+      if let device {
+        try db.execute("UPDATE RelayDevices SET last_seen_at = ? WHERE id = ? AND user_id = ?", [at, device, id])
+      }
+    }
+  }
+
+  /// Whether another connection committed to the file since the last call (the first
+  /// call answers true): `PRAGMA data_version`, read outside any group (it opens none).
+  /// See <https://sqlite.org/pragma.html#pragma_data_version>.
+  func othersCommitted() -> Bool {
+    guard let version = try? db.int64("PRAGMA data_version") else { return false }
+    defer { seenDataVersion = version }
+    return version != seenDataVersion
+  }
+
+  /// Of `devices`, those the file no longer holds (removed, or their user removed). Read
+  /// outside any group, like ``othersCommitted()``: for the end of a turn, after its commit.
+  func missingDevices(among devices: Set<Int64>) throws -> Set<Int64> {
+    var missing: Set<Int64> = []
+    for device in devices where try db.query(RelayQuery.deviceByID, [device], Self.device).isEmpty {
+      missing.insert(device)
+    }
+    return missing
+  }
+
+  /// Records when device `device` was last seen (`at`, ISO 8601 by convention); an
+  /// unknown device changes nothing.
+  public func setLastSeen(device: Int64, at: String) throws {
+    try requireText(at, field: "lastSeenAt")
+    try writing("record when device \(device) was last seen in", singleWrite: true) { db in
+      try db.execute("UPDATE RelayDevices SET last_seen_at = ? WHERE id = ?", [at, device])
     }
   }
 

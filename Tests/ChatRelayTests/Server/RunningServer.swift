@@ -32,12 +32,16 @@ final class RunningServer: Sendable {
         ].joined(separator: "\n")
         return HTTPResponse(status: 200, contentType: "text/plain", body: Array(text.utf8))
       },
-      authorizeSocket: { request in request.headers["authorization"] == "Bearer good" ? 42 : nil },
-      socketOpened: { socket, user in
+      authorizeSocket: { request in
+        request.headers["authorization"] == "Bearer good" ? RelayCredential(user: 42, device: 1) : nil
+      },
+      socketOpened: { socket, owner in
+        let user = owner.user
         events.append("opened \(socket.raw) \(user)")
         reference.server?.send("hello \(user)", to: socket)
       },
-      socketText: { socket, user, text in
+      socketText: { socket, owner, text in
+        let user = owner.user
         events.append("text \(socket.raw) \(user) \(text)")
         let server = reference.server
         if text == "close me" {
@@ -47,7 +51,7 @@ final class RunningServer: Sendable {
           server?.send("echo: \(text)", to: socket)
         }
       },
-      socketClosed: { socket, user in events.append("closed \(socket.raw) \(user)") },
+      socketClosed: { socket, owner in events.append("closed \(socket.raw) \(owner.user)") },
       log: { line in events.append("log \(line)") }
     )
     let server = try RelayServer(port: 0, handlers: handlers)

@@ -74,7 +74,7 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       let path = dir + "/relay.db"
       let token = try RelayStore(path: path).addUser(id: 9, name: "Nine", avatarURL: nil)
       let store = try RelayStore(path: path)
-      #expect(try store.authenticate(token: token) == 9)
+      #expect(try store.authenticate(token: token)?.user == 9)
       #expect(try store.schemaVersion() == RelaySchema.latestVersion)
     }
   }
@@ -122,28 +122,28 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       }
       // What is in the file is the digest.
       let db = try Database(path: path, mode: .readOnly)
-      let digest = try db.query("SELECT digest FROM RelayTokens WHERE user_id = 1") { $0.value(0) }.first
+      let digest = try db.query("SELECT digest FROM RelayDevices WHERE user_id = 1") { $0.value(0) }.first
       #expect(digest == .blob(AccessToken.digest(tokens[0])))
     }
   }
 
   @Test func authenticateRightWrongRotatedRemoved() throws {
     try withRelay { store, _, tokens in
-      #expect(try store.authenticate(token: tokens[1]!) == 1)
-      #expect(try store.authenticate(token: tokens[2]!) == 2)
+      #expect(try store.authenticate(token: tokens[1]!)?.user == 1)
+      #expect(try store.authenticate(token: tokens[2]!)?.user == 2)
       #expect(tokens[1] != tokens[2])
-      #expect(try store.authenticate(token: "") == nil)
-      #expect(try store.authenticate(token: tokens[1]! + "x") == nil)
-      #expect(try store.authenticate(token: String(tokens[1]!.dropLast()) + "A") == nil || tokens[1]!.last == "A")
-      #expect(try store.authenticate(token: String(repeating: "a", count: 10_000)) == nil)
+      #expect(try store.authenticate(token: "")?.user == nil)
+      #expect(try store.authenticate(token: tokens[1]! + "x")?.user == nil)
+      #expect(try store.authenticate(token: String(tokens[1]!.dropLast()) + "A")?.user == nil || tokens[1]!.last == "A")
+      #expect(try store.authenticate(token: String(repeating: "a", count: 10_000))?.user == nil)
 
       let rotated = try store.rotateToken(id: 1)
       #expect(rotated != tokens[1])
-      #expect(try store.authenticate(token: tokens[1]!) == nil)
-      #expect(try store.authenticate(token: rotated) == 1)
+      #expect(try store.authenticate(token: tokens[1]!)?.user == nil)
+      #expect(try store.authenticate(token: rotated)?.user == 1)
 
       try store.removeUser(id: 2)
-      #expect(try store.authenticate(token: tokens[2]!) == nil)
+      #expect(try store.authenticate(token: tokens[2]!)?.user == nil)
       #expect(try store.user(id: 2) == nil)
     }
   }
@@ -394,10 +394,17 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       #expect(try store.contacts(of: 2).isEmpty)
       #expect(try !store.canSee(viewer: 2, user: 1))
       #expect(storeErrorKind { try store.removeUser(id: 1) } == .notFound)
-      // Re-adding the id answers the old retry with the old message.
+      // The record stays under the removed device: a re-added id gets new devices (ids are
+      // never reused), whose request 1 is theirs, while a retry from the old device would
+      // still get the old message.
       try store.addUser(id: 1, name: "Ada again", avatarURL: nil)
-      let retry = try store.post(from: 1, requestID: 1, to: 2, content: "to grace", createdAt: createdAt, now: baseTime)
+      #expect(try store.device(id: 1) == nil)
+      #expect(try store.devices(of: 1).map(\.id) == [4])
+      let retry = try store.post(
+        from: 1, device: 1, requestID: 1, to: 2, content: "to grace", createdAt: createdAt, now: baseTime)
       #expect(!retry.isNew && retry.message == fromAda)
+      let fresh = try store.post(from: 1, requestID: 1, to: 2, content: "to grace", createdAt: createdAt, now: baseTime)
+      #expect(fresh.isNew && fresh.message.messageId != fromAda.messageId)
     }
   }
 
