@@ -94,14 +94,14 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
   default:
     let reply = HTTPReply(status: 200, body: Array(bytes[1...]))
-    if let page: MessagesPage = try? RelayAPI.decode(reply, "GET /v1/messages") {
+    if let page: MessagesPage = try? RelayAPI.decode(reply, "GET /v2/messages") {
       let messages = page.messages.map(\.model)
       // As SyncEngine.store: stand-in profiles for unknown contacts, then one transaction.
       let contacts = (try? repository.unknownUsers(messages.map { $0.conversationID(owner: 1) })) ?? []
       _ = try? repository.receive(
         messages, users: contacts.map { User(id: $0, name: "user \($0)") }, messageCursor: messages.last?.id)
     }
-    if let list: UserList = try? RelayAPI.decode(reply, "GET /v1/users") {
+    if let list: UserList = try? RelayAPI.decode(reply, "GET /v2/users") {
       for user in list.users { _ = try? repository.upsert(user.model) }
     }
   }

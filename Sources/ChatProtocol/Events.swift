@@ -1,6 +1,6 @@
 // MARK: - The WebSocket's events: `{"type": "...", "payload": {...}}`, one a text frame
 
-/// A server → client event of `/v1/socket/updates`.
+/// A server → client event of `/v2/socket/updates`.
 ///
 /// ```swift
 /// let event = try WireJSON.decode(ServerEvent.self, from: text)
@@ -13,6 +13,8 @@ public enum ServerEvent: Sendable, Hashable, Codable {
   case messageDelivered(StatusUpdate)
   /// `message_read`: the recipient read this user's messages up to `messageId`.
   case messageRead(StatusUpdate)
+  /// `conversation_read`: this user read a conversation on one of their devices.
+  case conversationRead(StatusUpdate)
   /// `contact_status_update`: a contact came online, went offline, or typed.
   case contactStatusUpdate(ContactStatus)
   /// `delivery_acknowledged`: the relay processed this socket's `delivery_ack`.
@@ -30,6 +32,7 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     case .newMessage: "new_message"
     case .messageDelivered: StatusUpdate.Kind.messageDelivered.rawValue
     case .messageRead: StatusUpdate.Kind.messageRead.rawValue
+    case .conversationRead: StatusUpdate.Kind.conversationRead.rawValue
     case .contactStatusUpdate: "contact_status_update"
     case .deliveryAcknowledged: "delivery_acknowledged"
     case .readAcknowledged: "read_acknowledged"
@@ -47,6 +50,7 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     case "new_message": self = .newMessage(try payload(RelayMessage.self))
     case StatusUpdate.Kind.messageDelivered.rawValue: self = .messageDelivered(try payload(StatusUpdate.self))
     case StatusUpdate.Kind.messageRead.rawValue: self = .messageRead(try payload(StatusUpdate.self))
+    case StatusUpdate.Kind.conversationRead.rawValue: self = .conversationRead(try payload(StatusUpdate.self))
     case "contact_status_update": self = .contactStatusUpdate(try payload(ContactStatus.self))
     case "delivery_acknowledged": self = .deliveryAcknowledged(try payload(MessageIDs.self))
     case "read_acknowledged": self = .readAcknowledged(try payload(ReadMark.self))
@@ -61,7 +65,8 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     try envelope.encode(type, forKey: .type)
     switch self {
     case .newMessage(let message): try envelope.encode(message, forKey: .payload)
-    case .messageDelivered(let update), .messageRead(let update): try envelope.encode(update, forKey: .payload)
+    case .messageDelivered(let update), .messageRead(let update), .conversationRead(let update):
+      try envelope.encode(update, forKey: .payload)
     case .contactStatusUpdate(let status): try envelope.encode(status, forKey: .payload)
     case .deliveryAcknowledged(let ids): try envelope.encode(ids, forKey: .payload)
     case .readAcknowledged(let mark): try envelope.encode(mark, forKey: .payload)
@@ -71,7 +76,7 @@ public enum ServerEvent: Sendable, Hashable, Codable {
   }
 }
 
-/// A client → server event of `/v1/socket/updates`.
+/// A client → server event of `/v2/socket/updates`.
 public enum ClientEvent: Sendable, Hashable, Codable {
   /// `delivery_ack`: the messages are stored on the device (at most 500 ids).
   case deliveryAck(MessageIDs)
@@ -79,8 +84,11 @@ public enum ClientEvent: Sendable, Hashable, Codable {
   case read(ReadMark)
   /// `typing`: the caller is typing (or stopped) to `toUserId`.
   case typing(TypingSignal)
-  /// `updates_ack`: status updates up to `upTo` are stored; the relay drops them.
+  /// `updates_ack`: status updates up to `upTo` are stored on this device.
   case updatesAck(UpdatesMark)
+  /// `sync_ack`: this device stored its log up to both cursors (its acknowledged place,
+  /// which `chat-relay device list` shows and retention 0 waits for).
+  case syncAck(SyncMark)
   /// A type this side does not know; its payload is not read.
   case unknown(String)
 
@@ -91,6 +99,7 @@ public enum ClientEvent: Sendable, Hashable, Codable {
     case .read: "read"
     case .typing: "typing"
     case .updatesAck: "updates_ack"
+    case .syncAck: "sync_ack"
     case .unknown(let type): type
     }
   }
@@ -106,6 +115,7 @@ public enum ClientEvent: Sendable, Hashable, Codable {
     case "read": self = .read(try payload(ReadMark.self))
     case "typing": self = .typing(try payload(TypingSignal.self))
     case "updates_ack": self = .updatesAck(try payload(UpdatesMark.self))
+    case "sync_ack": self = .syncAck(try payload(SyncMark.self))
     default: self = .unknown(type)
     }
   }
@@ -119,6 +129,7 @@ public enum ClientEvent: Sendable, Hashable, Codable {
     case .read(let mark): try envelope.encode(mark, forKey: .payload)
     case .typing(let signal): try envelope.encode(signal, forKey: .payload)
     case .updatesAck(let mark): try envelope.encode(mark, forKey: .payload)
+    case .syncAck(let mark): try envelope.encode(mark, forKey: .payload)
     case .unknown: try envelope.encode(EmptyPayload(), forKey: .payload)
     }
   }
@@ -176,6 +187,21 @@ public struct UpdatesMark: Sendable, Hashable, Codable {
 
   /// A mark.
   public init(upTo: Int64) { self.upTo = upTo }
+}
+
+/// `{"lastSyncedMessage": id, "lastSyncedUpdate": seq}`: `sync_ack`, named like the
+/// catch-up's query parameters.
+public struct SyncMark: Sendable, Hashable, Codable {
+  /// The device stored every message of its user's log up to this id.
+  public var lastSyncedMessage: Int64
+  /// The device stored every status update up to this sequence.
+  public var lastSyncedUpdate: Int64
+
+  /// A mark.
+  public init(lastSyncedMessage: Int64, lastSyncedUpdate: Int64) {
+    self.lastSyncedMessage = lastSyncedMessage
+    self.lastSyncedUpdate = lastSyncedUpdate
+  }
 }
 
 /// `{"code", "message"}`: the `error` event.

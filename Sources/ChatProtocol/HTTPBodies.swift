@@ -1,6 +1,6 @@
 // MARK: - Bodies of the HTTP requests and answers of `docs/protocol.md`
 
-/// The body of `POST /v1/messages`.
+/// The body of `POST /v2/messages`.
 ///
 /// `{"requestId": 7, "toUserId": 2, "content": "Hi 👋", "createdAt": "2026-01-31T12:00:00.000Z"}`
 public struct MessagePost: Sendable, Hashable, Codable {
@@ -22,7 +22,7 @@ public struct MessagePost: Sendable, Hashable, Codable {
   }
 }
 
-/// The `201 Created` answer to `POST /v1/messages`: the message and the request it answers.
+/// The `201 Created` answer to `POST /v2/messages`: the message and the request it answers.
 public struct MessagePostAnswer: Sendable, Hashable, Codable {
   /// The message as the relay stored it.
   public var message: RelayMessage
@@ -36,7 +36,7 @@ public struct MessagePostAnswer: Sendable, Hashable, Codable {
   }
 }
 
-/// One page of `GET /v1/messages`: messages to the caller, and updates of its sent ones.
+/// One page of `GET /v2/messages`: messages to the caller, and updates of its sent ones.
 public struct MessagesPage: Sendable, Hashable, Codable {
   /// The messages after the cursor, in id order.
   public var messages: [RelayMessage]
@@ -45,16 +45,22 @@ public struct MessagesPage: Sendable, Hashable, Codable {
   /// The status updates after the update cursor, in sequence order (a client reads a
   /// missing list as empty).
   public var statusUpdates: [StatusUpdate]?
+  /// Where the caller's log stands after this page: the `lastSyncedMessage` to ask with
+  /// next. The last message's id while `hasMore`; at the end, the newest id of the
+  /// caller's log (which may be above the last message given, when older ones left with
+  /// the retention window). Nil from a version-1 relay.
+  public var cursor: Int64?
 
   /// A page.
-  public init(messages: [RelayMessage], hasMore: Bool, statusUpdates: [StatusUpdate]?) {
+  public init(messages: [RelayMessage], hasMore: Bool, statusUpdates: [StatusUpdate]?, cursor: Int64? = nil) {
     self.messages = messages
     self.hasMore = hasMore
     self.statusUpdates = statusUpdates
+    self.cursor = cursor
   }
 }
 
-/// `GET /v1/users?ids=…`: the profiles the caller may see.
+/// `GET /v2/users?ids=…`: the profiles the caller may see.
 public struct UserList: Sendable, Hashable, Codable {
   /// The visible ones of the ids asked for.
   public var users: [RelayUser]
@@ -63,7 +69,7 @@ public struct UserList: Sendable, Hashable, Codable {
   public init(users: [RelayUser]) { self.users = users }
 }
 
-/// `GET /v1/me`: whose token this is: the user and which of their devices.
+/// `GET /v2/me`: whose token this is: the user and which of their devices.
 ///
 /// `{"user": {"id": 1, "name": "Ada", …}, "device": {"id": 3, "name": "laptop"}}`
 public struct TokenOwner: Sendable, Hashable, Codable {
@@ -79,7 +85,7 @@ public struct TokenOwner: Sendable, Hashable, Codable {
   }
 }
 
-/// One device of a user, as `GET /v1/me` names the caller's: `{"id": 3, "name": "laptop"}`.
+/// One device of a user, as `GET /v2/me` names the caller's: `{"id": 3, "name": "laptop"}`.
 ///
 /// A token belongs to one device; each device of a user has its own token, its own
 /// `requestId`s and its own idempotency records on the relay.
@@ -96,7 +102,7 @@ public struct DeviceInfo: Sendable, Hashable, Codable {
   }
 }
 
-/// `GET /v1/health`: `{"ok": true, "version": 1}`.
+/// `GET /v2/health`: `{"ok": true, "version": 2}`.
 public struct Health: Sendable, Hashable, Codable {
   /// Always true: the relay answers.
   public var ok: Bool
@@ -104,7 +110,7 @@ public struct Health: Sendable, Hashable, Codable {
   public var version: Int
 
   /// The relay's answer.
-  public init(ok: Bool = true, version: Int = 1) {
+  public init(ok: Bool = true, version: Int = 2) {
     self.ok = ok
     self.version = version
   }

@@ -14,19 +14,31 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   public var toUserId: Int64
   /// The text, 1 to 65,536 UTF-8 bytes.
   public var content: String
-  /// Always `SYNCED` from the relay: `DELIVERED` and `READ` travel as status updates,
-  /// never as a changed message. Absent on the wire, it is `SYNCED`.
+  /// What the relay knows when it hands the message out: `SYNCED` in events and answers;
+  /// in a catch-up page also `DELIVERED` (a device of the recipient stored it) or `READ`
+  /// (the recipient read it on some device), so a device fetching history starts with
+  /// the statuses the user's other devices have. Absent on the wire, it is `SYNCED`.
   public var status: String
   /// When the sender wrote it, as the sender's client said (ISO 8601).
   public var createdAt: String
+  /// The sender's device, and that device's `requestId` for it: given only to the
+  /// sender's own devices (the one that sent it matches the message to its outbox;
+  /// the others store it as sent from elsewhere). Nil for the recipient.
+  public var fromDeviceId: Int64?
+  /// See ``fromDeviceId``.
+  public var requestId: Int64?
+  /// In a `new_message` event: the id of the message before it in the receiving user's
+  /// log (0 when none is retained). A device whose cursor is that id moves its cursor to
+  /// this message; any other sees a gap, which its next catch-up fills.
+  public var previousId: Int64?
 
-  /// The only status the relay gives a message.
+  /// The status the relay gives a message it has just accepted.
   public static let syncedStatus = "SYNCED"
 
   /// A message; the relay's status unless told otherwise.
   public init(
     messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
-    createdAt: String
+    createdAt: String, fromDeviceId: Int64? = nil, requestId: Int64? = nil, previousId: Int64? = nil
   ) {
     self.messageId = messageId
     self.fromUserId = fromUserId
@@ -34,10 +46,13 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     self.content = content
     self.status = status
     self.createdAt = createdAt
+    self.fromDeviceId = fromDeviceId
+    self.requestId = requestId
+    self.previousId = previousId
   }
 
   private enum CodingKeys: String, CodingKey {
-    case messageId, fromUserId, toUserId, content, status, createdAt
+    case messageId, fromUserId, toUserId, content, status, createdAt, fromDeviceId, requestId, previousId
   }
 
   /// Decodes a message; a missing `status` is `SYNCED`.
@@ -49,11 +64,14 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     content = try container.decode(String.self, forKey: .content)
     status = try container.decodeIfPresent(String.self, forKey: .status) ?? Self.syncedStatus
     createdAt = try container.decode(String.self, forKey: .createdAt)
+    fromDeviceId = try container.decodeIfPresent(Int64.self, forKey: .fromDeviceId)
+    requestId = try container.decodeIfPresent(Int64.self, forKey: .requestId)
+    previousId = try container.decodeIfPresent(Int64.self, forKey: .previousId)
   }
 }
 
-/// A user's profile as contacts see it: `GET /v1/users/{id}`, the list form's entries,
-/// `GET /v1/me`'s `user`.
+/// A user's profile as contacts see it: `GET /v2/users/{id}`, the list form's entries,
+/// `GET /v2/me`'s `user`.
 ///
 /// `{"id": 2, "name": "Bob", "avatarUrl": null, "lastConnectedAt": "2026-01-31T11:59:00.000Z"}`:
 /// the field is `avatarUrl` on the wire; nulls are written, not left out (a client
@@ -93,7 +111,7 @@ public struct RelayUser: Sendable, Hashable, Codable {
 }
 
 /// A delivery or read update for one of the caller's sent messages: an entry of
-/// `GET /v1/messages`' `statusUpdates`, and the payload of the `message_delivered` and
+/// `GET /v2/messages`' `statusUpdates`, and the payload of the `message_delivered` and
 /// `message_read` events.
 ///
 /// `{"sequence": 12, "type": "message_delivered", "messageId": 10916218899464192,
@@ -105,6 +123,9 @@ public struct StatusUpdate: Sendable, Hashable, Codable {
     case messageDelivered = "message_delivered"
     /// The recipient read every message of the conversation up to `messageId`.
     case messageRead = "message_read"
+    /// The caller read the conversation with `conversationId` up to `messageId` on one of
+    /// their devices: every device of theirs counts those messages as read.
+    case conversationRead = "conversation_read"
   }
 
   /// The update's place in the caller's stream (the `lastSyncedUpdate` cursor).

@@ -21,6 +21,12 @@ struct APIError: Error {
   static func tooLarge(_ message: String, field: String?) -> APIError {
     APIError(status: 413, code: "too_large", message: message, field: field)
   }
+  /// Any `/v1/` path: this relay speaks version 2, which a version-1 client would
+  /// misread (it keeps no per-device cursor), so it is told rather than half served.
+  static let versionGone = APIError(
+    status: 410, code: "version_unsupported",
+    message:
+      "this relay speaks protocol version 2 (paths under /v2/, a log per user with a cursor per device); update the client")
   static func methodNotAllowed(_ allow: String) -> APIError {
     APIError(status: 405, code: "method_not_allowed", message: "use \(allow)", headers: [("Allow", allow)])
   }

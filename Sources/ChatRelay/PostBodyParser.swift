@@ -1,7 +1,7 @@
 import ChatProtocol
 import ChatStore
 
-// MARK: - The POST /v1/messages body without JSONDecoder, when it is plain
+// MARK: - The POST /v2/messages body without JSONDecoder, when it is plain
 
 extension MessagePost {
   /// The body when it is one plain JSON object of the four fields (integers in plain

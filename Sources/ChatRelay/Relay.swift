@@ -24,8 +24,10 @@ public final class Relay: @unchecked Sendable {
   let now: @Sendable () -> Int64
   /// How long idempotency records outlive their messages, in milliseconds.
   let idempotencyWindow: Int64
-  /// When old idempotency records were last forgotten.
-  private var lastForget: Int64 = .min
+  /// How long messages stay in their parties' logs.
+  let retention: Retention
+  /// When the retention window was last swept (see ``sweepIfDue(now:)``).
+  private var lastSweep: Int64 = .min
   /// How long a typing signal holds without a new one (clients hide it after this).
   static let typingExpiresMilliseconds: Int64 = 5_000
   private weak var server: RelayServer?
@@ -54,11 +56,13 @@ public final class Relay: @unchecked Sendable {
   /// URL is refused (the relay's HTTP client speaks no TLS).
   public init(
     databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, idempotencyDays: Int = 7,
+    retention: Retention = .days(30),
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
   ) throws {
     store = try RelayStore(path: databasePath)
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
+    self.retention = retention
     self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0) }
     self.now = now
   }
@@ -80,7 +84,7 @@ public final class Relay: @unchecked Sendable {
       http: { [self] in answer($0) },
       authorizeSocket: { [self] in try authenticate($0) },
       socketOpened: { [self] in opened($0, by: $1) },
-      socketText: { [self] in received($2, on: $0, from: $1.user) },
+      socketText: { [self] in received($2, on: $0, from: $1) },
       socketClosed: { [self] in closed($0, by: $1) },
       log: { [self] in logLines.append($0) },
       turnEnded: { [self] in endTurn(log: log) })
@@ -151,16 +155,17 @@ public final class Relay: @unchecked Sendable {
 
   func respond(to request: HTTPRequest) -> HTTPResponse {
     do {
-      if request.path == "/v1/health" {
+      if request.path == "/v2/health" {
         return try only("GET", request) { .wire(200, Health()) }
       }
+      if request.path.hasPrefix("/v1/") { throw APIError.versionGone }
       let owner = try authenticate(request) ?? { throw APIError.unauthorized }()
       let user = owner.user
       switch request.path {
-      case "/v1/messages":
+      case "/v2/messages":
         if request.method == "POST" { return try postMessage(request, from: owner) }
-        return try only("GET", request, allow: "GET, POST") { try sync(request, for: user) }
-      case "/v1/me":
+        return try only("GET", request, allow: "GET, POST") { try sync(request, for: owner) }
+      case "/v2/me":
         // Whose token this is: a client checks it before it sends anything as that user.
         return try only("GET", request) {
           guard let me = try store.user(id: user), let device = try store.device(id: owner.device) else {
@@ -168,10 +173,10 @@ public final class Relay: @unchecked Sendable {
           }
           return .wire(200, TokenOwner(user: me, device: device.info))
         }
-      case "/v1/users":
+      case "/v2/users":
         return try only("GET", request) { try profiles(request.query["ids"], for: user) }
-      case let path where path.hasPrefix("/v1/users/"):
-        return try only("GET", request) { try profile(String(path.dropFirst("/v1/users/".count)), for: user) }
+      case let path where path.hasPrefix("/v2/users/"):
+        return try only("GET", request) { try profile(String(path.dropFirst("/v2/users/".count)), for: user) }
       default:
         throw APIError.notFound("no such path: \(request.path)")
       }
@@ -205,7 +210,7 @@ public final class Relay: @unchecked Sendable {
     return try store.authenticate(token: String(decoding: token[..<end], as: UTF8.self))
   }
 
-  // MARK: POST /v1/messages
+  // MARK: POST /v2/messages
 
   func postMessage(_ request: HTTPRequest, from owner: RelayCredential) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
@@ -224,7 +229,7 @@ public final class Relay: @unchecked Sendable {
         "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
     }
     let now = self.now()
-    forgetOldRequests(now: now)
+    sweepIfDue(now: now)
     var createdAt = Timestamp.string(milliseconds: now)
     if let given = body.createdAt {
       guard let ms = Timestamp.milliseconds(from: given) else {
@@ -233,32 +238,52 @@ public final class Relay: @unchecked Sendable {
       }
       createdAt = Timestamp.string(milliseconds: ms)
     }
-    let (message, isNew) = try store.post(
+    let posted = try store.post(
       from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content,
       createdAt: createdAt, now: now)
-    // The message is rendered once, for its event and its answer: the two are the bytes
-    // of `WireJSON.encode` of `ServerEvent.newMessage` and `MessagePostAnswer` (keys sorted,
-    // no spaces; RelayWireTests checks it).
-    let rendered = message.json.render(pretty: false)
-    if isNew { deliver(message, rendered: rendered) }
+    // The answer and the events are the bytes of `WireJSON.encode` of `MessagePostAnswer`
+    // and `ServerEvent.newMessage` (keys sorted, no spaces; RelayWireTests checks it). The
+    // answer carries the message's place in the sender's log, as the sender's other
+    // devices' events do.
+    let message = posted.message
+    var answered = message
+    if let place = posted.place {
+      answered.previousId = place.sender
+      deliver(message, place: place, from: owner.device)
+    }
     var response = HTTPResponse(
       status: 201, contentType: "application/json",
-      body: Array("{\"fromMessageRequestId\":\(body.requestId),\"message\":\(rendered)}".utf8))
-    if !isNew { response.headers.append(("Idempotent-Replayed", "true")) }
+      body: Array(
+        "{\"fromMessageRequestId\":\(body.requestId),\"message\":\(answered.json.render(pretty: false))}".utf8))
+    if !posted.isNew { response.headers.append(("Idempotent-Replayed", "true")) }
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
   }
 
-  /// Forgets idempotency records older than the window, at most once an hour.
-  private func forgetOldRequests(now: Int64) {
-    guard lastForget == .min || now - lastForget >= 3_600_000 else { return }
-    lastForget = now
-    _ = try? store.forgetRequests(before: MessageID.lowerBound(milliseconds: now - idempotencyWindow))
+  /// Deletes what the retention window no longer keeps (``RelayStore/sweep``), a batch
+  /// of at most 10,000 messages a turn: once a minute, or at the next message while the
+  /// last batch was full.
+  private func sweepIfDue(now: Int64) {
+    guard lastSweep == .min || now - lastSweep >= 60_000 else { return }
+    let deleted = (try? store.sweep(now: now, retention: retention, idempotencyWindow: idempotencyWindow)) ?? 0
+    lastSweep = deleted >= 10_000 ? .min : now
   }
 
-  /// Sends a new message to the recipient's sockets, or records a push notification.
-  private func deliver(_ message: RelayMessage, rendered: String) {
-    let event = Self.event("new_message", rendered: rendered)
+  /// Sends a new message to every device of both parties but the one that sent it (the
+  /// `201` answers that one), each event with the message's place in that user's log; a
+  /// recipient with no open socket gets a push record instead.
+  private func deliver(_ message: RelayMessage, place: LogPlace, from device: Int64) {
+    var own = message
+    own.previousId = place.sender
+    let ownEvent = Self.event("new_message", own.json)
+    for socket in socketsOfUser[message.fromUserId] ?? [] where sockets[socket]?.device != device {
+      send(ownEvent, to: socket)
+    }
+    var received = message
+    received.fromDeviceId = nil
+    received.requestId = nil
+    received.previousId = place.recipient
+    let event = Self.event("new_message", received.json)
     let targets = socketsOfUser[message.toUserId] ?? []
     if targets.isEmpty {
       let at = Timestamp.string(milliseconds: now())
@@ -285,20 +310,28 @@ public final class Relay: @unchecked Sendable {
         toUserId: message.toUserId, messageId: message.messageId, fromUserId: message.fromUserId, unread: unread))
   }
 
-  // MARK: GET /v1/messages
+  // MARK: GET /v2/messages
 
-  func sync(_ request: HTTPRequest, for user: Int64) throws -> HTTPResponse {
+  /// A page of the caller's log. The cursors it names are also the device's
+  /// acknowledged place: it stored everything up to them.
+  func sync(_ request: HTTPRequest, for owner: RelayCredential) throws -> HTTPResponse {
     let cursor = try request.int("lastSyncedMessage", default: 0, range: 0...Int64.max)
-    let limit = try request.int("limit", default: 100, range: 1...500)
+    let limit = try request.int("limit", default: 100, range: 1...Int64(RelayStore.maximumPageSize))
     let updateCursor = try request.int("lastSyncedUpdate", default: 0, range: 0...Int64.max)
-    if updateCursor > 0 { try store.dropStatusUpdates(for: user, upTo: updateCursor) }
-    let page = try store.undelivered(for: user, after: cursor, limit: Int(limit))
-    let updates = try store.statusUpdates(for: user, after: updateCursor)
+    if cursor > 0 || updateCursor > 0 {
+      try store.acknowledgeSync(
+        user: owner.user, device: owner.device, messages: cursor, updates: updateCursor, retention: retention)
+    }
+    let page = try store.log(for: owner.user, after: cursor, limit: Int(limit))
+    let updates = try store.statusUpdates(for: owner.user, after: updateCursor)
     return .json(
-      200, MessagesPage(messages: page.messages, hasMore: page.hasMore, statusUpdates: updates.map(\.update)).json)
+      200,
+      MessagesPage(
+        messages: page.messages, hasMore: page.hasMore, statusUpdates: updates.map(\.update), cursor: page.next
+      ).json)
   }
 
-  // MARK: GET /v1/users
+  // MARK: GET /v2/users
 
   func profile(_ text: String, for viewer: Int64) throws -> HTTPResponse {
     guard let id = StoreLocation.parseUserID(text) else {
@@ -367,7 +400,8 @@ public final class Relay: @unchecked Sendable {
     }
   }
 
-  func received(_ text: String, on socket: SocketID, from user: Int64) {
+  func received(_ text: String, on socket: SocketID, from owner: RelayCredential) {
+    let user = owner.user
     do {
       switch try decode(Array(text.utf8)) as ClientEvent {
       case .deliveryAck(let ack):
@@ -381,7 +415,7 @@ public final class Relay: @unchecked Sendable {
       case .read(let receipt):
         // A read receipt never stands in for delivery: the mark stops below any message
         // the reader has not acknowledged (RelayStore.markRead).
-        if let update = try store.markRead(by: user, conversation: receipt.conversationId, upTo: receipt.upTo) {
+        for update in try store.markRead(by: user, conversation: receipt.conversationId, upTo: receipt.upTo) {
           push(update)
         }
         // The client keeps the receipt in its file (and sends it again) until this names a
@@ -395,7 +429,11 @@ public final class Relay: @unchecked Sendable {
           announce(user, online: true, typing: typing.typing, only: typing.toUserId)
         }
       case .updatesAck(let ack):
-        try store.dropStatusUpdates(for: user, upTo: ack.upTo)
+        try store.acknowledgeSync(user: user, device: owner.device, messages: 0, updates: ack.upTo, retention: retention)
+      case .syncAck(let mark):
+        try store.acknowledgeSync(
+          user: user, device: owner.device, messages: mark.lastSyncedMessage, updates: mark.lastSyncedUpdate,
+          retention: retention)
       case .unknown(let type):
         throw APIError.badRequest("unknown event type '\(type)'", field: "type")
       }

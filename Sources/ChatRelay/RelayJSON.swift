@@ -8,13 +8,18 @@ import ChatStore
 // against `WireJSON.encode` of the same value.
 
 extension RelayMessage {
-  /// `{messageId, fromUserId, toUserId, content, status, createdAt}`.
+  /// `{messageId, fromUserId, toUserId, content, status, createdAt}`, and `fromDeviceId`,
+  /// `requestId` and `previousId` when set.
   public var json: JSONValue {
-    .object([
+    var fields: [String: JSONValue] = [
       "messageId": .int(messageId), "fromUserId": .int(fromUserId), "toUserId": .int(toUserId),
       "content": .string(content),
       "status": .string(status), "createdAt": .string(createdAt),
-    ])
+    ]
+    if let fromDeviceId { fields["fromDeviceId"] = .int(fromDeviceId) }
+    if let requestId { fields["requestId"] = .int(requestId) }
+    if let previousId { fields["previousId"] = .int(previousId) }
+    return .object(fields)
   }
 }
 
@@ -41,12 +46,14 @@ extension StatusUpdate {
 }
 
 extension MessagesPage {
-  /// `{messages, hasMore, statusUpdates}`: the catch-up page, the relay's largest answer.
+  /// `{messages, hasMore, statusUpdates, cursor}`: the catch-up page, the relay's largest answer.
   public var json: JSONValue {
-    .object([
+    var fields: [String: JSONValue] = [
       "messages": .array(messages.map(\.json)), "hasMore": .bool(hasMore),
       "statusUpdates": .array((statusUpdates ?? []).map(\.json)),
-    ])
+    ]
+    if let cursor { fields["cursor"] = .int(cursor) }
+    return .object(fields)
   }
 }
 

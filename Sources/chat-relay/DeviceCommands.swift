@@ -74,6 +74,10 @@ enum DeviceAddCommand: ParsableCommand {
 enum DeviceListCommand: ParsableCommand {
   static let name = "list"
   static let abstract = "List a user's devices (never their tokens)."
+  static let discussion: String? = """
+    BEHIND counts the messages of the user's log, still on the relay, that the device \
+    has not acknowledged yet (sync_ack): a device that is up to date shows 0.
+    """
 
   static let examples = [
     "chat-relay device list --db relay.db --user 42",
@@ -85,8 +89,11 @@ enum DeviceListCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     let devices = try options.database.existing(readOnly: true).devices(of: options.user)
     let table = Table(
-      columns: [.init("ID", alignment: .right), .init("NAME"), .init("CREATED"), .init("LAST SEEN")],
-      rows: devices.map { [String($0.id), $0.name, $0.createdAt, $0.lastSeenAt ?? "never"] }
+      columns: [
+        .init("ID", alignment: .right), .init("NAME"), .init("CREATED"), .init("LAST SEEN"),
+        .init("BEHIND", alignment: .right),
+      ],
+      rows: devices.map { [String($0.id), $0.name, $0.createdAt, $0.lastSeenAt ?? "never", String($0.lag)] }
     ).render()
     try options.database.report(
       context, Result(devices: devices), text: table + "\(devices.count) device(s) of user \(options.user)",
@@ -101,8 +108,10 @@ enum DeviceListCommand: ParsableCommand {
       Result(devices: [
         RelayDevice(
           id: 1, userId: 42, name: "first device", createdAt: "2026-11-30T09:12:44.051Z",
-          lastSeenAt: "2026-12-01T12:03:00.412Z"),
-        RelayDevice(id: 3, userId: 42, name: "laptop", createdAt: "2026-12-01T12:05:10.220Z", lastSeenAt: nil),
+          lastSeenAt: "2026-12-01T12:03:00.412Z", syncedMessage: 10_916_218_899_464_192, lag: 0),
+        RelayDevice(
+          id: 3, userId: 42, name: "laptop", createdAt: "2026-12-01T12:05:10.220Z", lastSeenAt: nil,
+          syncedMessage: 10_916_218_899_464_190, lag: 12),
       ])
     }
   }

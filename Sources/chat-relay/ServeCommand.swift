@@ -18,6 +18,7 @@ enum ServeCommand: ParsableCommand {
   static let examples = [
     "chat-relay serve --db relay.db",
     "chat-relay serve --db relay.db --port 0 --ping-seconds 20",
+    "chat-relay serve --db relay.db --retention-days 0",
     "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
   ]
 
@@ -29,6 +30,7 @@ enum ServeCommand: ParsableCommand {
     var faultsSeed: UInt64
     var pushWebhook: URL?
     var idempotencyDays: Int
+    var retentionDays: Int
     var pingSeconds: Int
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
@@ -62,8 +64,15 @@ enum ServeCommand: ParsableCommand {
       idempotencyDays =
         o.option(
           "--idempotency-days", valueName: "n",
-          help: "How long a request id keeps naming its message after delivery (default 7).",
+          help:
+            "How long a request id keeps naming its message after the message was made, once the message has left (default 7).",
           parse: Parse.count(from: 1, to: 3650)) ?? 7
+      retentionDays =
+        o.option(
+          "--retention-days", valueName: "n",
+          help:
+            "How long messages stay in their users' logs, for devices added later (default 30; 0: until every device of both users acknowledged them, 30 days at most).",
+          parse: Parse.count(from: 0, to: 3650)) ?? 30
       pingSeconds =
         o.option(
           "--ping-seconds", valueName: "n",
@@ -76,7 +85,7 @@ enum ServeCommand: ParsableCommand {
     let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
     let relay = try Relay(
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
-      idempotencyDays: options.idempotencyDays)
+      idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays))
     let log = context.stderr
     let server = try RelayServer(
       host: options.host, port: options.port, pingSeconds: options.pingSeconds,

@@ -78,7 +78,7 @@ enum StormBench: ParsableCommand {
       throw StoreError(.badInput, "--server: not a URL")
     }
     socketURL.scheme = "ws"
-    socketURL.path = "/v1/socket/updates"
+    socketURL.path = "/v2/socket/updates"
     let accounts = try readTokens(options.tokens)
     guard accounts.count >= options.clients else {
       throw StoreError(

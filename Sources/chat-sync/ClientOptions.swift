@@ -127,13 +127,13 @@ struct RelayAccess: Sendable {
     let token = try token()
     var socket = URLComponents(url: base, resolvingAgainstBaseURL: false)!
     socket.scheme = "ws"
-    socket.path = "/v1/socket/updates"
+    socket.path = "/v2/socket/updates"
     return (.libwebsockets(base: base, token: token), .libwebsockets(url: socket.url!, token: token))
   }
 }
 
 extension RelayAccess {
-  /// Checks with the relay (`GET /v1/me`) that the token is `owner`'s before a command
+  /// Checks with the relay (`GET /v2/me`) that the token is `owner`'s before a command
   /// sends anything: another user's token, or a refused one, ends the command with 77.
   /// Returns false when the relay cannot be reached, or refuses the token while
   /// `refusedIsFatal` is false (`send` then queues offline; `run` reports the token).

@@ -214,7 +214,7 @@ import Testing
     #expect(!Self.doc.isEmpty, "docs/protocol.md not found next to Tests/")
     let objects = Self.examples.filter { if case .object = $0.kind { true } else { false } }
     // The message, the error, the POST body, the sync page (```json) and the POST answer,
-    // the profile, the list, /v1/me, /v1/health (inline): a count that drops means the
+    // the profile, the list, /v2/me, /v2/health (inline): a count that drops means the
     // extraction broke, not that the doc is fine.
     #expect(objects.count >= 9, "\(objects)")
     #expect(Self.examples.contains { if case .fieldNames = $0.kind { true } else { false } })

@@ -29,7 +29,7 @@ import Testing
     _ = try relay.store.addUser(id: 2, name: "Bob", avatarURL: nil)
     let response = relay.respond(
       to: HTTPRequest(
-        method: "POST", path: "/v1/messages", headers: ["authorization": "Bearer \(token)"],
+        method: "POST", path: "/v2/messages", headers: ["authorization": "Bearer \(token)"],
         body: WireJSON.encode(MessagePost(requestId: 7, toUserId: 2, content: "secret", createdAt: nil))))
     #expect(response.status == 201)
     let message = try WireJSON.decode(MessagePostAnswer.self, from: response.body).message

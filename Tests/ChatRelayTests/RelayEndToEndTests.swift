@@ -51,7 +51,7 @@ import Testing
         "-c",
         """
         import json, sys, urllib.request
-        r = urllib.request.Request("http://127.0.0.1:\(again.port)/v1/messages", data=json.dumps({"requestId": 100, "toUserId": 2, "content": "after restart"}).encode(), method="POST")
+        r = urllib.request.Request("http://127.0.0.1:\(again.port)/v2/messages", data=json.dumps({"requestId": 100, "toUserId": 2, "content": "after restart"}).encode(), method="POST")
         r.add_header("Authorization", "Bearer \(tokens[0])"); r.add_header("Content-Type", "application/json")
         print(json.loads(urllib.request.urlopen(r, timeout=10).read())["message"]["messageId"])
         """,

@@ -102,7 +102,7 @@ import Testing
                          (token + "x", {"requestId": 3, "toUserId": 2, "content": secret}),
                          (token, {"requestId": -1, "toUserId": 2, "content": secret})]:
           c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-          c.request("POST", "/v1/messages?note=" + secret, body=json.dumps(body), headers={"Authorization": "Bearer " + auth})
+          c.request("POST", "/v2/messages?note=" + secret, body=json.dumps(body), headers={"Authorization": "Bearer " + auth})
           print(c.getresponse().status)
           c.close()
       """
@@ -133,7 +133,7 @@ import Testing
     #expect(history.stdout.contains(secret), "the message reached Bob: \(history.stdout.prefix(300))")
     server.stop()
     let relayLog = try String(contentsOfFile: server.logPath, encoding: .utf8)
-    #expect(relayLog.contains("POST /v1/messages"), "the relay logs requests: \(relayLog.prefix(300))")
+    #expect(relayLog.contains("POST /v2/messages"), "the relay logs requests: \(relayLog.prefix(300))")
     for (name, log) in [("chat-relay serve", relayLog), ("chat-sync run", syncLogs)] {
       #expect(!log.contains("SECRET-CONTENT"), "\(name) logged a message's content")
       for token in [users.alice, users.bob, users.carol] {

@@ -50,7 +50,7 @@ import Testing
     let body = WireJSON.encode(
       MessagePost(requestId: 7, toUserId: 2, content: Self.texts[1], createdAt: "2026-01-31T12:00:00.000Z"))
     let response = relay.respond(
-      to: HTTPRequest(method: "POST", path: "/v1/messages", headers: ["authorization": "Bearer \(token)"], body: body))
+      to: HTTPRequest(method: "POST", path: "/v2/messages", headers: ["authorization": "Bearer \(token)"], body: body))
     #expect(response.status == 201)
     let answer = try WireJSON.decode(MessagePostAnswer.self, from: response.body)
     #expect(answer.message.content == Self.texts[1] && answer.fromMessageRequestId == 7)

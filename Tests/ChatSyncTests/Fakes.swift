@@ -55,17 +55,17 @@ final class ScriptedRelay: Sendable {
   }
 
   func answer(_ call: HTTPCall) -> HTTPReply {
-    if call.method == "GET", call.path.hasPrefix("/v1/messages") {
+    if call.method == "GET", call.path.hasPrefix("/v2/messages") {
       let page = state.withLock {
         $0.syncPages.isEmpty ? #"{"messages":[],"hasMore":false,"statusUpdates":[]}"# : $0.syncPages.removeFirst()
       }
       return HTTPReply(status: 200, body: Array(page.utf8))
     }
-    if call.method == "GET", call.path == "/v1/me" {
+    if call.method == "GET", call.path == "/v2/me" {
       return HTTPReply(
         status: 200, body: Array(#"{"user":{"id":1,"name":"Ann","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
     }
-    if call.method == "GET", call.path.hasPrefix("/v1/users") {
+    if call.method == "GET", call.path.hasPrefix("/v2/users") {
       return HTTPReply(
         status: 200, body: Array(#"{"users":[{"id":9,"name":"Nine","avatarUrl":null,"lastConnectedAt":null}]}"#.utf8))
     }

@@ -9,19 +9,19 @@ import Testing
 /// relay server on loopback.
 @Suite struct HTTPTransportTests {
   /// A relay whose one handler answers `length=<n>\nsum=<s>\nauth=<header>` for any
-  /// request, except `/v1/never` (no answer), `/v1/drop` (the connection closes without
-  /// one) and `/v1/throttled` (429 with `Retry-After` and `Idempotent-Replayed`).
+  /// request, except `/v2/never` (no answer), `/v2/drop` (the connection closes without
+  /// one) and `/v2/throttled` (429 with `Retry-After` and `Idempotent-Replayed`).
   private static func echoServer() throws -> (RelayServer, DispatchSemaphore) {
     let handlers = RelayServer.Handlers(
       http: { request in
         switch request.path {
-        case "/v1/never":
+        case "/v2/never":
           return nil
-        case "/v1/drop":
+        case "/v2/drop":
           var response = HTTPResponse(status: 200)
           response.dropConnection = true
           return response
-        case "/v1/throttled":
+        case "/v2/throttled":
           return HTTPResponse(
             status: 429, body: Array(#"{"error":{}}"#.utf8),
             headers: [("Retry-After", "2"), ("Idempotent-Replayed", "true")])
@@ -73,7 +73,7 @@ import Testing
             let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ worker) }
             let sum = body.reduce(0) { $0 &+ Int($1) }
             do {
-              let reply = try await transport.send(HTTPCall(method: "POST", path: "/v1/messages", body: body))
+              let reply = try await transport.send(HTTPCall(method: "POST", path: "/v2/messages", body: body))
               let fields = Self.fields(reply.body)
               if reply.status != 200 || fields["length"] != "\(size)" || fields["sum"] != "\(sum)" {
                 failures.append("worker \(worker) #\(index) \(size) B: \(reply.status) \(fields)")
@@ -98,12 +98,12 @@ import Testing
     }
     let transport = HTTPTransport.libwebsockets(
       base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
-    let reply = try await transport.send(HTTPCall(method: "GET", path: "/v1/messages?lastSyncedMessage=3&limit=2"))
+    let reply = try await transport.send(HTTPCall(method: "GET", path: "/v2/messages?lastSyncedMessage=3&limit=2"))
     #expect(reply.status == 200)
     #expect(reply.headers["content-type"] == "text/plain")
     let fields = Self.fields(reply.body)
     #expect(fields["method"] == "GET")
-    #expect(fields["path"] == "/v1/messages")
+    #expect(fields["path"] == "/v2/messages")
     #expect(fields["auth"] == "Bearer t0k")
   }
 
@@ -114,7 +114,7 @@ import Testing
     server.stop()
     _ = finished.wait(timeout: .now() + 10)
     let transport = HTTPTransport.libwebsockets(base: try #require(URL(string: "http://127.0.0.1:\(port)")), token: "t")
-    await #expect(throws: TransportError.self) { try await transport.send(HTTPCall(method: "GET", path: "/v1/ping")) }
+    await #expect(throws: TransportError.self) { try await transport.send(HTTPCall(method: "GET", path: "/v2/ping")) }
   }
 
   @Test func statusAndTheHeadersTheEngineReadsComeThrough() async throws {
@@ -125,7 +125,7 @@ import Testing
     }
     let transport = HTTPTransport.libwebsockets(
       base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
-    let reply = try await transport.send(HTTPCall(method: "POST", path: "/v1/throttled", body: Array("{}".utf8)))
+    let reply = try await transport.send(HTTPCall(method: "POST", path: "/v2/throttled", body: Array("{}".utf8)))
     #expect(reply.status == 429)
     #expect(reply.headers["retry-after"] == "2")
     #expect(reply.headers["idempotent-replayed"] == "true")
@@ -142,9 +142,9 @@ import Testing
     let transport = HTTPTransport.libwebsockets(
       base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let error = await #expect(throws: TransportError.self) {
-      try await transport.send(HTTPCall(method: "POST", path: "/v1/drop?x=1", body: [1, 2, 3]))
+      try await transport.send(HTTPCall(method: "POST", path: "/v2/drop?x=1", body: [1, 2, 3]))
     }
-    #expect(error?.message.hasPrefix("POST /v1/drop: ") == true)
+    #expect(error?.message.hasPrefix("POST /v2/drop: ") == true)
     #expect(error?.message.contains("t0k") == false)
   }
 
@@ -157,11 +157,11 @@ import Testing
     let transport = HTTPTransport.libwebsockets(
       base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
     let error = await #expect(throws: TransportError.self) {
-      try await transport.send(HTTPCall(method: "GET", path: "/v1/never", timeout: 1))
+      try await transport.send(HTTPCall(method: "GET", path: "/v2/never", timeout: 1))
     }
     #expect(error?.message == "no answer within 1 s")
     // The transport still works afterwards.
-    #expect(try await transport.send(HTTPCall(method: "GET", path: "/v1/ping")).status == 200)
+    #expect(try await transport.send(HTTPCall(method: "GET", path: "/v2/ping")).status == 200)
   }
 
   @Test func cancellingTheCallerEndsTheExchange() async throws {
@@ -172,10 +172,10 @@ import Testing
     }
     let transport = HTTPTransport.libwebsockets(
       base: try #require(URL(string: "http://127.0.0.1:\(server.port)")), token: "t0k")
-    let call = Task { try await transport.send(HTTPCall(method: "GET", path: "/v1/never?secret=1", timeout: 60)) }
+    let call = Task { try await transport.send(HTTPCall(method: "GET", path: "/v2/never?secret=1", timeout: 60)) }
     try await Task.sleep(for: .milliseconds(200))
     call.cancel()
     let error = await #expect(throws: TransportError.self) { try await call.value }
-    #expect(error?.message == "GET /v1/never: cancelled")
+    #expect(error?.message == "GET /v2/never: cancelled")
   }
 }

@@ -53,7 +53,7 @@ import Testing
       relay.state.withLock {
         $0.syncPages = [#"{"messages":[\#(Self.message(10))],"hasMore":false,"statusUpdates":[]}"#]
       }
-      let http = Self.failing("/v1/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
+      let http = Self.failing("/v2/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
       let sockets = Sockets()
       let engine = SyncEngine(repository: repository, http: http, socket: sockets.connector, options: .test)
       let run = Task { await engine.run() }
@@ -116,7 +116,7 @@ import Testing
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       let relay = ScriptedRelay()
-      let http = Self.failing("/v1/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
+      let http = Self.failing("/v2/messages", relay) { $0 == 0 ? HTTPReply(status: 503) : nil }
       let sockets = Sockets()
       var options = SyncEngine.Options.test
       options.reconnectBackoff = Backoff(base: 3_600, cap: 3_600, jitter: .none)
@@ -141,7 +141,7 @@ import Testing
       try repository.send(to: 2, content: "mine")
       let relay = ScriptedRelay()
       let http = HTTPTransport { call in
-        if call.path == "/v1/me" {
+        if call.path == "/v2/me" {
           return HTTPReply(
             status: 200, body: Array(#"{"user":{"id":3,"name":"Cy","avatarUrl":null,"lastConnectedAt":null}}"#.utf8))
         }
@@ -154,7 +154,7 @@ import Testing
       }
       #expect(reason.contains("user 3") && reason.contains("user 1"), "\(reason)")
       #expect(relay.posts.isEmpty, "nothing was sent")
-      #expect(relay.state.withLock { $0.calls.isEmpty }, "nothing but /v1/me was asked")
+      #expect(relay.state.withLock { $0.calls.isEmpty }, "nothing but /v2/me was asked")
       #expect(try ChatRepository.open(user: 1, in: folder).outboxCounts()["PENDING"] == 1)
     }
   }

@@ -12,14 +12,15 @@ import Testing
 
   @Test func createdIsAccepted() {
     let outcome = RelayAPI.outcome(of: HTTPReply(status: 201, body: Array(message.utf8)))
-    guard case .accepted(let m, let replayed) = outcome else {
+    guard case .accepted(let m, let previousId, let replayed) = outcome else {
       Issue.record("\(outcome)")
       return
     }
     #expect(m.id == 77 && m.toUserID == 2 && m.content == "hi" && m.status == .synced && !replayed)
+    #expect(previousId == nil)
     let again = RelayAPI.outcome(
       of: HTTPReply(status: 201, headers: ["idempotent-replayed": "true"], body: Array(message.utf8)))
-    #expect(again == .accepted(m, replayed: true))
+    #expect(again == .accepted(m, previousId: nil, replayed: true))
   }
 
   @Test func serverErrorsAndTimeoutsAreRetried() {
@@ -62,7 +63,7 @@ import Testing
       Issue.record("new_message")
       return
     }
-    #expect(message.id == 9 && message.fromUserID == 2)
+    #expect(message.messageId == 9 && message.fromUserId == 2)
     let read =
       #"{"type":"message_read","payload":{"sequence":4,"messageId":9,"conversationId":2,"at":"2026-01-01T00:00:00.000Z"}}"#
     #expect(

@@ -193,7 +193,7 @@ func chatdbCheck(_ db: String) throws {
   }
 
   /// Issue 25, bug 4: another user's token sent this user's outbox under their name.
-  /// Every command that talks to the relay asks `GET /v1/me` first; nothing is sent.
+  /// Every command that talks to the relay asks `GET /v2/me` first; nothing is sent.
   @Test func aTokenOfAnotherUserIsRefusedBeforeAnythingIsSent() async throws {
     try await withDataFolder { folder in
       let relay = try RelayProcess(folder: folder)
@@ -231,7 +231,7 @@ func chatdbCheck(_ db: String) throws {
       let lock = try Database(path: relay.db)
       try lock.execute("BEGIN IMMEDIATE")
       let connector = SocketConnector.libwebsockets(
-        url: URL(string: relay.url.replacingOccurrences(of: "http:", with: "ws:") + "/v1/socket/updates")!,
+        url: URL(string: relay.url.replacingOccurrences(of: "http:", with: "ws:") + "/v2/socket/updates")!,
         token: a.token)
       do {
         let socket = try await connector.connect()

@@ -79,12 +79,12 @@ import Testing
   @Test func aWrongPathIsRefusedWith404() async throws {
     let relay = try TestRelay()
     defer { relay.stop() }
-    await #expect { _ = try await relay.connect(path: "/v1/nowhere") } throws: { ($0 as? SocketRefused)?.status == 404 }
+    await #expect { _ = try await relay.connect(path: "/v2/nowhere") } throws: { ($0 as? SocketRefused)?.status == 404 }
   }
 
   @Test func nothingListeningFailsQuicklyWithATransportError() async throws {
     let port = try freePort()
-    let url = try #require(URL(string: "ws://127.0.0.1:\(port)/v1/socket/updates"))
+    let url = try #require(URL(string: "ws://127.0.0.1:\(port)/v2/socket/updates"))
     let start = ContinuousClock.now
     await #expect(throws: TransportError.self) {
       _ = try await SocketConnector.libwebsockets(url: url, token: "good").connect()
@@ -99,7 +99,7 @@ import Testing
     let proxy = try FreezingProxy(target: relay.port)
     defer { proxy.stop() }
     proxy.freeze()
-    let url = try #require(URL(string: "ws://127.0.0.1:\(proxy.port)/v1/socket/updates"))
+    let url = try #require(URL(string: "ws://127.0.0.1:\(proxy.port)/v2/socket/updates"))
     let attempt = Task { try await SocketConnector.libwebsockets(url: url, token: "good").connect() }
     try await Task.sleep(for: .milliseconds(200))
     let start = ContinuousClock.now
@@ -109,7 +109,7 @@ import Testing
   }
 
   @Test func anUnsupportedSchemeIsATransportError() async throws {
-    let url = try #require(URL(string: "wss://127.0.0.1:1/v1/socket/updates"))
+    let url = try #require(URL(string: "wss://127.0.0.1:1/v2/socket/updates"))
     await #expect(throws: TransportError.self) {
       _ = try await SocketConnector.libwebsockets(url: url, token: "good").connect()
     }
@@ -178,7 +178,7 @@ import Testing
     defer { relay.stop() }
     let proxy = try FreezingProxy(target: relay.port)
     defer { proxy.stop() }
-    let url = try #require(URL(string: "ws://127.0.0.1:\(proxy.port)/v1/socket/updates"))
+    let url = try #require(URL(string: "ws://127.0.0.1:\(proxy.port)/v2/socket/updates"))
     let socket = try await SocketConnector.libwebsockets(url: url, token: "good", pingSeconds: 1).connect()
     let inbox = Inbox(socket)
     #expect(await eventually { inbox.messages == ["hello 7"] })
@@ -273,7 +273,7 @@ final class TestRelay: Sendable {
   /// Makes the server close every socket (1001) and stop; does not wait.
   func stop() { server.stop() }
 
-  func connect(token: String = "good", path: String = "/v1/socket/updates", pingSeconds: Int = 30) async throws
+  func connect(token: String = "good", path: String = "/v2/socket/updates", pingSeconds: Int = 30) async throws
     -> any RelaySocket
   {
     let url = try #require(URL(string: "ws://127.0.0.1:\(port)\(path)"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The relay under load on loopback, beside a bare libwebsockets echo server (the transport's
 # own limit): memory per idle authenticated socket, and end-to-end throughput and latency
-# of POST /v1/messages -> `new_message` on the recipient's socket.
+# of POST /v2/messages -> `new_message` on the recipient's socket.
 #
 #   scripts/bench.d/relay.sh [--bin DIR] [--work DIR] [--connections N] [--pairs P]
 #                            [--seconds S] [--workers K] [--perf]

@@ -7,7 +7,7 @@
 
 Prints one JSON object of results on stdout.
 
-idle: opens N WebSocket connections to /v1/socket/updates, authenticated (the tokens of
+idle: opens N WebSocket connections to /v2/socket/updates, authenticated (the tokens of
   FILE in turn, several sockets per user), on raw asyncio streams (the upgrade request and
   its 101 answer, nothing else), holds them, and reports the RSS of process PID before and
   after (from /proc), per connection. Then closes them.
@@ -147,7 +147,7 @@ class Window:
 
 async def sender(host, port, token, to_user, window, state, padding):
     reader, writer = await asyncio.open_connection(host, port)
-    head_prefix = (f"POST /v1/messages HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+    head_prefix = (f"POST /v2/messages HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
                    "Content-Type: application/json\r\nContent-Length: ").encode()
     # Unique per sender across runs against the same relay.db (a reused one would be 409 conflict).
     request_id = time.time_ns() // 1000
@@ -217,7 +217,7 @@ async def worker_main(mode, args, slice_, ready, go_time):
     if mode == "pairs":
         for sender_tok, recipient_tok in slice_:
             ws = await websockets.connect(
-                ws_url + "/v1/socket/updates", extra_headers={"Authorization": f"Bearer {recipient_tok['token']}"},
+                ws_url + "/v2/socket/updates", extra_headers={"Authorization": f"Bearer {recipient_tok['token']}"},
                 compression=None, ping_interval=None, max_size=2 ** 21)
             sockets.append(ws)
     else:
@@ -327,7 +327,7 @@ def main():
     p.add_argument("--pid", type=int, required=True, help="the server process, for its RSS and CPU")
     p.add_argument("--tokens", help='JSON list of {"userId", "token"}')
     p.add_argument("--count", type=int, default=10000, help="idle: connections")
-    p.add_argument("--ws-path", default="/v1/socket/updates", help="idle: the WebSocket path")
+    p.add_argument("--ws-path", default="/v2/socket/updates", help="idle: the WebSocket path")
     p.add_argument("--concurrency", type=int, default=200, help="idle: handshakes in flight")
     p.add_argument("--settle", type=float, default=1.0, help="idle: seconds to wait before reading RSS")
     p.add_argument("--pairs", type=int, default=100)

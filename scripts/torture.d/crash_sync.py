@@ -158,7 +158,7 @@ def send_as_1():
 
 def post(request_id, content):
     body = json.dumps({"requestId": request_id, "toUserId": 2, "content": content}).encode()
-    req = urllib.request.Request(f"{url}/v1/messages", data=body, method="POST", headers={
+    req = urllib.request.Request(f"{url}/v2/messages", data=body, method="POST", headers={
         "Authorization": f"Bearer {tokens[3]}", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=5) as answer:

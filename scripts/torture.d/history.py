@@ -6,7 +6,7 @@
 
 K users (short: 4, --long: 10) each run `chat-sync run` against a real `chat-relay
 serve` started with `--faults`, through a loopback proxy of this script's own that
-answers some catch-up requests (`GET /v1/messages`) and WebSocket upgrades with a 503
+answers some catch-up requests (`GET /v2/messages`) and WebSocket upgrades with a 503
 or drops them. Each user queues M messages (short: 20, --long: 200) with `chat-sync
 send` to random others (unique contents `h<seed>-u<from>-n<k>`), some while its `run`
 is down, and runs `chat-sync read --with` at random moments. Meanwhile the relay and
@@ -325,7 +325,7 @@ def self_test():
 
 class Proxy:
     """Between the clients and the relay: parses requests (keep-alive, Content-Length,
-    never pipelined), answers some `GET /v1/messages` and socket upgrades itself with a 503
+    never pipelined), answers some `GET /v2/messages` and socket upgrades itself with a 503
     (Connection: close) or drops them; after an upgrade, pipes bytes both ways."""
 
     BODY_503 = b'{"error":{"code":"unavailable","message":"proxy fault"}}'
@@ -425,7 +425,7 @@ class Proxy:
                     headers[k.strip().lower()] = v.strip()
                 path = target.split("?")[0]
                 upgrade = "websocket" in headers.get("upgrade", "").lower()
-                which = "ws" if upgrade and path == "/v1/socket/updates" else "sync" if method == "GET" and path == "/v1/messages" else None
+                which = "ws" if upgrade and path == "/v2/socket/updates" else "sync" if method == "GET" and path == "/v2/messages" else None
                 fault = self.decide(which) if which else None
                 if fault:
                     label = ("upgrade " if which == "ws" else "sync ") + fault

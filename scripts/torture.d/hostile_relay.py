@@ -12,7 +12,7 @@ relay schema. Each case is run under every command that opens the file: `user li
 `push list` and `device list` (read-only), `user add`, `user remove`, `user token`,
 `device add`, `device remove` and `serve`
 (started on a free loopback port: it must exit with an error, or start, answer
-`GET /v1/health` and stop with 0 on SIGTERM). Every run must end within 20 s, with a
+`GET /v2/health` and stop with 0 on SIGTERM). Every run must end within 20 s, with a
 code from the README's table (no signal, no 70) and, when it fails, one `Error: …`
 line on stderr naming the file; a read-only command, and a command that fails, must
 leave the bytes (the file, its -wal, a link's target) as they were. A case's six
@@ -66,7 +66,7 @@ def run(args):
 
 def serve(db):
     """Starts `serve` on a free loopback port. Returns (code, stderr, note): it must exit
-    by itself with an error, or start, answer GET /v1/health and stop on SIGTERM."""
+    by itself with an error, or start, answer GET /v2/health and stop on SIGTERM."""
     log = os.path.join(os.path.dirname(os.path.dirname(db)), "serve.log")
     with open(log, "w") as out:
         proc = subprocess.Popen([relay, "serve", "--db", db, "--host", "127.0.0.1", "--port", "0"],
@@ -79,7 +79,7 @@ def serve(db):
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
             if m:
                 try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/v1/health", timeout=5) as answer:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/v2/health", timeout=5) as answer:
                         note = f"started, health answered {answer.status}"
                 except urllib.error.HTTPError as e:
                     note = f"started, health answered {e.code}"

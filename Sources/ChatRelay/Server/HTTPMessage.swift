@@ -5,7 +5,7 @@ import ChatProtocol
 /// One HTTP request as the relay's handler receives it, body complete.
 ///
 /// ```swift
-/// if request.method == "POST", request.path == "/v1/messages" { … }
+/// if request.method == "POST", request.path == "/v2/messages" { … }
 /// ```
 public struct HTTPRequest: Sendable {
   /// The request method in upper case, e.g. `GET`, `POST`.

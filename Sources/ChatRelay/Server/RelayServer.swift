@@ -85,7 +85,7 @@ public final class RelayServer: @unchecked Sendable {
   ///
   /// Throws ``RelayServerError`` when the address cannot be bound.
   public init(
-    host: String = "127.0.0.1", port: Int, socketPath: String = "/v1/socket/updates", pingSeconds: Int = 30,
+    host: String = "127.0.0.1", port: Int, socketPath: String = "/v2/socket/updates", pingSeconds: Int = 30,
     handlers: Handlers
   ) throws {
     core = ServiceCore(socketPath: socketPath, handlers: handlers)

@@ -87,21 +87,32 @@ public struct RelayDevice: Sendable, Hashable, Codable {
   public var createdAt: String
   /// When it last opened or closed a socket (ISO 8601), or nil.
   public var lastSeenAt: String?
+  /// The newest message of its user's log it acknowledged (`sync_ack`, or a catch-up's
+  /// `lastSyncedMessage`); at first the newest id when it was added.
+  public var syncedMessage: Int64
+  /// Messages of its user's log above ``syncedMessage`` still on the relay: how far
+  /// behind it is (filled by `devices(of:)`, 0 elsewhere).
+  public var lag: Int64
 
   /// A device as the store read it.
-  public init(id: Int64, userId: Int64, name: String, createdAt: String, lastSeenAt: String?) {
+  public init(
+    id: Int64, userId: Int64, name: String, createdAt: String, lastSeenAt: String?, syncedMessage: Int64 = 0,
+    lag: Int64 = 0
+  ) {
     self.id = id
     self.userId = userId
     self.name = name
     self.createdAt = createdAt
     self.lastSeenAt = lastSeenAt
+    self.syncedMessage = syncedMessage
+    self.lag = lag
   }
 
-  /// The device as `GET /v1/me` names it.
+  /// The device as `GET /v2/me` names it.
   public var info: DeviceInfo { DeviceInfo(id: id, name: name) }
 
   private enum CodingKeys: String, CodingKey {
-    case id, userId, name, createdAt, lastSeenAt
+    case id, userId, name, createdAt, lastSeenAt, syncedMessage, lag
   }
 
   /// Writes nulls rather than leaving them out, as the relay's other records do.
@@ -112,5 +123,32 @@ public struct RelayDevice: Sendable, Hashable, Codable {
     try container.encode(name, forKey: .name)
     try container.encode(createdAt, forKey: .createdAt)
     try container.encode(lastSeenAt, forKey: .lastSeenAt)
+    try container.encode(syncedMessage, forKey: .syncedMessage)
+    try container.encode(lag, forKey: .lag)
+  }
+}
+
+/// How long the relay keeps a message in its parties' logs (`serve --retention-days`).
+public enum Retention: Sendable, Hashable {
+  /// For this many days after it was made, whoever acknowledged it: a device added later
+  /// fetches that history.
+  case days(Int)
+  /// Until every device of both parties that existed when it was made acknowledged it
+  /// (`--retention-days 0`), and at most ``longestHold``: a device silent longer holds
+  /// nothing back.
+  case untilAcknowledged
+
+  /// The retention of `--retention-days days`: 0 is ``untilAcknowledged``.
+  public init(days: Int) { self = days == 0 ? .untilAcknowledged : .days(days) }
+
+  /// The longest a message waits for an unacknowledging device with `.untilAcknowledged`.
+  public static let longestHold: Int64 = 30 * 86_400_000
+
+  /// The window in milliseconds: the days, or ``longestHold``.
+  public var window: Int64 {
+    switch self {
+    case .days(let days): Int64(days) * 86_400_000
+    case .untilAcknowledged: Self.longestHold
+    }
   }
 }

@@ -10,28 +10,79 @@ enum RelayQuery {
   static let userByID = "SELECT id, name, avatar_url, last_connected_at FROM RelayUsers WHERE id = ?"
   static let tokensByLookupKey = "SELECT user_id, id, digest FROM RelayDevices WHERE lookup_key = ?"
   static let devicesOfUser =
-    "SELECT id, user_id, name, created_at, last_seen_at FROM RelayDevices WHERE user_id = ? ORDER BY id"
-  static let deviceByID = "SELECT id, user_id, name, created_at, last_seen_at FROM RelayDevices WHERE id = ?"
+    "SELECT id, user_id, name, created_at, last_seen_at, synced_message FROM RelayDevices WHERE user_id = ? ORDER BY id"
+  static let deviceByID =
+    "SELECT id, user_id, name, created_at, last_seen_at, synced_message FROM RelayDevices WHERE id = ?"
   static let firstDeviceOf = "SELECT min(id) FROM RelayDevices WHERE user_id = ?"
   static let lastMessageID = "SELECT value FROM RelayCounters WHERE name = 'last_message_id'"
   static let setLastMessageID = "UPDATE RelayCounters SET value = ? WHERE name = 'last_message_id'"
   static let requestByKey =
-    "SELECT message_id, from_user_id, to_user_id, content, created_at FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
-  static let undelivered =
-    "SELECT id, from_user_id, to_user_id, content, created_at FROM RelayMessages WHERE to_user_id = ? AND id > ? ORDER BY id LIMIT ?"
-  static let deleteDelivered = "DELETE FROM RelayMessages WHERE id = ? AND to_user_id = ? RETURNING from_user_id"
+    "SELECT message_id, from_user_id, to_user_id, content, created_at, content_digest FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
+  /// The newest id of a user's log (0 when none is retained).
+  static let logHead = """
+    SELECT max(coalesce((SELECT max(id) FROM RelayMessages WHERE to_user_id = ?1), 0),
+      coalesce((SELECT max(id) FROM RelayMessages WHERE from_user_id = ?1), 0))
+    """
+  /// A page of a user's log after a cursor: what they received and what they sent, merged
+  /// in id order. Columns: id, from, to, content, created_at, delivered, read, from device, request.
+  static let log = """
+    SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
+      id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = ?1 AND sender_id = from_user_id), 0),
+      from_device_id, request_id
+    FROM RelayMessages WHERE to_user_id = ?1 AND id > ?2
+    UNION ALL
+    SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
+      id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = to_user_id AND sender_id = ?1), 0),
+      from_device_id, request_id
+    FROM RelayMessages WHERE from_user_id = ?1 AND id > ?2
+    ORDER BY 1 LIMIT ?3
+    """
+  /// Messages of a user's log above a cursor (a device's lag), counted up to a limit.
+  static let logCountAbove = """
+    SELECT (SELECT count(*) FROM RelayMessages WHERE to_user_id = ?1 AND id > ?2)
+      + (SELECT count(*) FROM RelayMessages WHERE from_user_id = ?1 AND id > ?2)
+    """
+  static let markDelivered =
+    "UPDATE RelayMessages SET delivered_at = ?3 WHERE id = ?1 AND to_user_id = ?2 AND delivered_at IS NULL RETURNING from_user_id"
   static let contactExists = "SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)"
   static let contactsOf = "SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id"
   static let readMark = "SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?"
   static let statusUpdates =
     "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence"
+  /// A user's newest update sequence (0 before any).
+  static let lastUpdateOf = "SELECT coalesce(max(sequence), 0) FROM RelayStatusUpdates WHERE user_id = ?"
+  /// Raises a device's acknowledged place (forward only).
+  static let raiseDeviceCursors =
+    "UPDATE RelayDevices SET synced_message = max(synced_message, ?2), synced_update = max(synced_update, ?3) WHERE id = ?1"
+  /// The lowest acknowledged places among a user's devices (NULL when they have none).
+  static let slowestDevice =
+    "SELECT min(synced_message), min(synced_update) FROM RelayDevices WHERE user_id = ?"
+  /// Drops a user's updates every device of theirs has stored.
   static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
+  /// Retention 0: messages a user received (or sent) that every device of both parties
+  /// acknowledged. ?2 is the slowest cursor of user ?1's devices.
+  static let dropAcknowledgedReceived = """
+    DELETE FROM RelayMessages WHERE to_user_id = ?1 AND id <= ?2
+      AND id <= coalesce((SELECT min(synced_message) FROM RelayDevices WHERE user_id = RelayMessages.from_user_id), ?2)
+    """
+  static let dropAcknowledgedSent = """
+    DELETE FROM RelayMessages WHERE from_user_id = ?1 AND id <= ?2
+      AND id <= coalesce((SELECT min(synced_message) FROM RelayDevices WHERE user_id = RelayMessages.to_user_id), ?2)
+    """
+  /// Retention: the oldest messages, by id (time-sortable), a bounded batch at a time.
+  static let dropMessagesBefore =
+    "DELETE FROM RelayMessages WHERE id IN (SELECT id FROM RelayMessages WHERE id > 0 AND id < ?1 ORDER BY id LIMIT ?2)"
+  /// Retention: the oldest updates and push records, read in sequence order.
+  static let oldestUpdates = "SELECT sequence, at FROM RelayStatusUpdates WHERE sequence > 0 ORDER BY sequence LIMIT ?"
+  static let dropUpdatesUpTo = "DELETE FROM RelayStatusUpdates WHERE sequence <= ?"
+  static let oldestPushes = "SELECT id, created_at FROM RelayPushes WHERE id > 0 ORDER BY id LIMIT ?"
+  static let dropPushesUpTo = "DELETE FROM RelayPushes WHERE id <= ?"
   static let pushesAfter =
     "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
-  static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ?"
-  /// The oldest message from one sender to a recipient still on the relay (a read mark stops below it).
+  static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ? AND delivered_at IS NULL"
+  /// The oldest message from one sender to a recipient no device of theirs stored yet (a read mark stops below it).
   static let firstUndeliveredFrom =
-    "SELECT id FROM RelayMessages WHERE to_user_id = ?1 AND from_user_id = ?2 ORDER BY id LIMIT 1"
+    "SELECT id FROM RelayMessages WHERE to_user_id = ?1 AND from_user_id = ?2 AND delivered_at IS NULL ORDER BY id LIMIT 1"
   /// Idempotency records of messages older than an id that are no longer on the relay.
   static let forgetRequests =
     "DELETE FROM RelayRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayRequests.message_id)"
@@ -41,9 +92,13 @@ enum RelayQuery {
     ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
     ("devicesOfUser", devicesOfUser), ("deviceByID", deviceByID), ("firstDeviceOf", firstDeviceOf),
     ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
-    ("undelivered", undelivered), ("deleteDelivered", deleteDelivered), ("contactExists", contactExists),
-    ("contactsOf", contactsOf), ("readMark", readMark), ("statusUpdates", statusUpdates),
-    ("dropStatusUpdates", dropStatusUpdates), ("pushesAfter", pushesAfter), ("undeliveredCount", undeliveredCount),
-    ("firstUndeliveredFrom", firstUndeliveredFrom),
+    ("logHead", logHead), ("log", log), ("logCountAbove", logCountAbove), ("markDelivered", markDelivered),
+    ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
+    ("statusUpdates", statusUpdates), ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
+    ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),
+    ("dropAcknowledgedReceived", dropAcknowledgedReceived), ("dropAcknowledgedSent", dropAcknowledgedSent),
+    ("dropMessagesBefore", dropMessagesBefore), ("oldestUpdates", oldestUpdates), ("dropUpdatesUpTo", dropUpdatesUpTo),
+    ("oldestPushes", oldestPushes), ("dropPushesUpTo", dropPushesUpTo), ("pushesAfter", pushesAfter),
+    ("undeliveredCount", undeliveredCount), ("firstUndeliveredFrom", firstUndeliveredFrom),
   ]
 }

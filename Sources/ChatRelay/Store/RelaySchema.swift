@@ -23,6 +23,7 @@ public enum RelaySchema {
       return try Migration.validated([
         Migration(fileName: "0001_relay_initial.sql", sql: initial),
         Migration(fileName: "0002_relay_devices.sql", sql: devices),
+        Migration(fileName: "0003_relay_log.sql", sql: log),
       ])
     } catch {
       fatalError("the relay's migration set is invalid: \(error)")
@@ -169,5 +170,65 @@ public enum RelaySchema {
       FROM RelayRequests r;
     DROP TABLE RelayRequests;
     ALTER TABLE RelayRequests_0002 RENAME TO RelayRequests;
+    """
+
+  // MARK: - 0003
+
+  /// The relay keeps a log per user (every message they sent or received, for the
+  /// retention window) with a cursor per device, instead of deleting a message at its
+  /// first acknowledgement. A message is stored once; who it was delivered to is its
+  /// `delivered_at`. Idempotency records keep a SHA-256 of the content, not the content.
+  static let log = """
+    -- A message in both parties' logs: the sending device and its requestId (given back
+    -- to the sender's own devices), and when a device of the recipient first stored it.
+    ALTER TABLE RelayMessages ADD COLUMN from_device_id INTEGER;
+    ALTER TABLE RelayMessages ADD COLUMN request_id INTEGER;
+    ALTER TABLE RelayMessages ADD COLUMN delivered_at TEXT;
+    CREATE INDEX RelayMessagesBySender ON RelayMessages(from_user_id, id);
+    CREATE INDEX RelayMessagesUndelivered ON RelayMessages(to_user_id, from_user_id, id)
+      WHERE delivered_at IS NULL;
+
+    -- Each device's acknowledged place in its user's log and update stream (sync_ack).
+    ALTER TABLE RelayDevices ADD COLUMN synced_message INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE RelayDevices ADD COLUMN synced_update INTEGER NOT NULL DEFAULT 0;
+
+    -- Status updates gain conversation_read (a user read a conversation on one device:
+    -- their other devices follow). The sequence carries on where it was.
+    CREATE TABLE RelayStatusUpdates_0003 (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      user_id INTEGER NOT NULL,
+      type TEXT NOT NULL CHECK (type IN ('message_delivered', 'message_read', 'conversation_read')),
+      message_id INTEGER NOT NULL,
+      conversation_id INTEGER NOT NULL,
+      at TEXT NOT NULL
+    );
+    INSERT INTO RelayStatusUpdates_0003 (sequence, user_id, type, message_id, conversation_id, at)
+      SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates;
+    DELETE FROM sqlite_sequence WHERE name = 'RelayStatusUpdates_0003';
+    INSERT INTO sqlite_sequence (name, seq)
+      SELECT 'RelayStatusUpdates_0003', seq FROM sqlite_sequence WHERE name = 'RelayStatusUpdates';
+    DROP TABLE RelayStatusUpdates;
+    ALTER TABLE RelayStatusUpdates_0003 RENAME TO RelayStatusUpdates;
+    CREATE INDEX RelayStatusUpdatesByUser ON RelayStatusUpdates(user_id, sequence);
+
+    -- Idempotency records keep the content's SHA-256 (content_digest) rather than the text;
+    -- records made before keep their content.
+    CREATE TABLE RelayRequests_0003 (
+      from_user_id INTEGER NOT NULL,
+      device_id INTEGER NOT NULL,
+      request_id INTEGER NOT NULL,
+      message_id INTEGER NOT NULL UNIQUE,
+      to_user_id INTEGER NOT NULL,
+      content TEXT,
+      content_digest BLOB CHECK (content_digest IS NULL OR length(content_digest) = 32),
+      created_at TEXT NOT NULL,
+      CHECK ((content IS NULL) <> (content_digest IS NULL)),
+      PRIMARY KEY (from_user_id, device_id, request_id)
+    ) WITHOUT ROWID;
+    INSERT INTO RelayRequests_0003
+      (from_user_id, device_id, request_id, message_id, to_user_id, content, created_at)
+      SELECT from_user_id, device_id, request_id, message_id, to_user_id, content, created_at FROM RelayRequests;
+    DROP TABLE RelayRequests;
+    ALTER TABLE RelayRequests_0003 RENAME TO RelayRequests;
     """
 }

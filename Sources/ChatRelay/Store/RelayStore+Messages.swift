@@ -3,12 +3,36 @@ import ChatStore
 
 // MARK: - Posting
 
+/// What `RelayStore.post` did: the message, and where it sits in its parties' logs when
+/// it is new (nil for a retry that replays it).
+public struct Posted: Sendable, Hashable {
+  /// The message (with its sending device and request id).
+  public var message: RelayMessage
+  /// Where it was written; nil when a retry replayed it.
+  public var place: LogPlace?
+  /// Whether this call stored it (not a replay).
+  public var isNew: Bool { place != nil }
+}
+
+/// Where a new message sits in its two parties' logs: the id before it in each, which
+/// its `new_message` events and its `201` answer carry as `previousId`.
+public struct LogPlace: Sendable, Hashable {
+  /// The message before it in the sender's log (0 when none is retained).
+  public var sender: Int64
+  /// The message before it in the recipient's log.
+  public var recipient: Int64
+}
+
 extension RelayStore {
-  /// Reads `RelayQuery.requestByKey` and `.undelivered` rows: id, from, to, content, created_at.
-  private static func message(_ row: Row) -> RelayMessage {
-    RelayMessage(
-      messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3),
-      createdAt: row.string(4))
+  /// Reads `RelayQuery.requestByKey` rows: id, from, to, content (or nil), created_at, digest (or nil).
+  private static func recorded(_ row: Row) -> (message: RelayMessage, content: String?, digest: [UInt8]?) {
+    let content = row.optionalString(3)
+    return (
+      RelayMessage(
+        messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: content ?? "",
+        createdAt: row.string(4)),
+      content, { if case .blob(let digest) = row.value(5) { digest } else { nil } }()
+    )
   }
 
   /// Accepts a message from `from` to `to` and gives it the relay's id; idempotent per
@@ -16,12 +40,14 @@ extension RelayStore {
   /// `requestID` from two devices of one user is two messages. Without `device`, the
   /// sender's first device (callers that know only the user: tools and tests).
   ///
-  /// The first call with a `requestID` stores the message and returns it with
-  /// `isNew == true`. A retry returns that same message with `isNew == false`, also
-  /// after it was delivered and deleted (the idempotency record keeps its fields) and
-  /// even if the recipient has been removed since. A retry naming another recipient
-  /// or other content is refused (`RequestIDConflict`): the key was reused for a different
-  /// message, which would otherwise be lost silently.
+  /// The message is stored once and belongs to both parties' logs. The first call with
+  /// a `requestID` stores it and returns it with `place` (the message before it in each
+  /// log); a retry returns that same message with `place == nil`, also after it left the
+  /// relay (the idempotency record keeps its fields and the content's SHA-256, so the
+  /// replay's content is the retry's own) and even if the recipient has been removed
+  /// since. A retry naming another recipient or other content is refused
+  /// (`RequestIDConflict`): the key was reused for a different message, which would
+  /// otherwise be lost silently.
   ///
   /// The id is `max(lastIssued + 1, MessageID.make(milliseconds: now))`, with
   /// `lastIssued` stored in the same transaction: ids rise strictly across restarts
@@ -34,7 +60,7 @@ extension RelayStore {
   public func post(
     from sender: Int64, device: Int64? = nil, requestID: Int64, to recipient: Int64, content: String,
     createdAt: String, now: Int64
-  ) throws -> (message: RelayMessage, isNew: Bool) {
+  ) throws -> Posted {
     guard requestID > 0 else { throw StoreError(.badInput, "requestId \(requestID) must be positive", path: path) }
     guard sender != recipient else {
       throw StoreError(
@@ -46,33 +72,41 @@ extension RelayStore {
         .badInput, "createdAt '\(createdAt.prefix(64))' is not an ISO 8601 time such as 2026-01-31T12:00:00.000Z",
         path: path)
     }
+    let digest = SHA256.digest(content.utf8)
     return try writing("post a message from user \(sender) to") { db in
       let device = try device ?? db.int64(RelayQuery.firstDeviceOf, [sender]) ?? 0
-      let recorded = try db.query(RelayQuery.requestByKey, [sender, device, requestID], Self.message).first
-      if let recorded {
-        guard recorded.toUserId == recipient, recorded.content == content else {
-          throw RequestIDConflict(requestID: requestID, messageID: recorded.messageId)
+      if let recorded = try db.query(RelayQuery.requestByKey, [sender, device, requestID], Self.recorded).first {
+        let sameContent = recorded.digest.map { $0 == digest } ?? (recorded.content == content)
+        guard recorded.message.toUserId == recipient, sameContent else {
+          throw RequestIDConflict(requestID: requestID, messageID: recorded.message.messageId)
         }
-        return (recorded, false)
+        var message = recorded.message
+        message.content = content
+        message.fromDeviceId = device
+        message.requestId = requestID
+        return Posted(message: message, place: nil)
       }
       try requireUser(sender, db, role: "sender")
       try requireUser(recipient, db, role: "toUserId")
+      let place = LogPlace(
+        sender: try db.int64(RelayQuery.logHead, [sender]) ?? 0,
+        recipient: try db.int64(RelayQuery.logHead, [recipient]) ?? 0)
       let lastIssued = try db.int64(RelayQuery.lastMessageID) ?? 0
       let clock = min(max(now, MessageID.representable.lowerBound), MessageID.representable.upperBound)
       let id = max(lastIssued + 1, MessageID.make(milliseconds: clock))
       try db.execute(RelayQuery.setLastMessageID, [id])
       try db.execute(
-        "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?)",
-        [id, sender, recipient, content, createdAt])
+        "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at, from_device_id, request_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [id, sender, recipient, content, createdAt, device, requestID])
       try db.execute(
-        "INSERT INTO RelayRequests (from_user_id, device_id, request_id, message_id, to_user_id, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [sender, device, requestID, id, recipient, content, createdAt])
+        "INSERT INTO RelayRequests (from_user_id, device_id, request_id, message_id, to_user_id, content_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [sender, device, requestID, id, recipient, digest, createdAt])
       try db.execute(
         "INSERT OR IGNORE INTO RelayContacts (user_id, contact_id) VALUES (?1, ?2), (?2, ?1)", [sender, recipient])
-      return (
-        RelayMessage(messageId: id, fromUserId: sender, toUserId: recipient, content: content, createdAt: createdAt),
-        true
-      )
+      let message = RelayMessage(
+        messageId: id, fromUserId: sender, toUserId: recipient, content: content, createdAt: createdAt,
+        fromDeviceId: device, requestId: requestID)
+      return Posted(message: message, place: place)
     }
   }
 
@@ -81,32 +115,96 @@ extension RelayStore {
     try reading("read the last message id of") { try $0.int64(RelayQuery.lastMessageID) ?? 0 }
   }
 
-  // MARK: - Delivering
+  // MARK: - The log
 
-  /// The messages waiting for `user` with an id above `cursor`, in id order, at most
-  /// `limit` (1 to 1,000, else `.badInput`); `hasMore` says whether more follow.
+  /// A page of `user`'s log: the messages they sent or received with an id above
+  /// `cursor`, in id order, at most `limit` (1 to 1,000, else `.badInput`). `hasMore`
+  /// says whether more follow; `next` is the cursor to ask with next (the page's last id
+  /// while more follow, else the log's newest id, never below `cursor`).
   ///
-  /// Keyset paging: pass the last id of a page as the next `cursor`.
-  public func undelivered(for user: Int64, after cursor: Int64, limit: Int) throws -> (
-    messages: [RelayMessage], hasMore: Bool
+  /// Each message has the status the relay knows: `READ` when its recipient read it (on
+  /// any device), `DELIVERED` when a device of the recipient stored it, else `SYNCED`.
+  /// The user's own messages carry their sending device and its `requestId`.
+  public func log(for user: Int64, after cursor: Int64, limit: Int) throws -> (
+    messages: [RelayMessage], hasMore: Bool, next: Int64
   ) {
     guard (1...Self.maximumPageSize).contains(limit) else {
       throw StoreError(.badInput, "limit \(limit) must be between 1 and \(Self.maximumPageSize)", path: path)
     }
-    var messages = try reading("read the messages waiting for user \(user) in") { db in
-      try db.query(RelayQuery.undelivered, [user, cursor, limit + 1], Self.message)
+    return try reading("read the log of user \(user) in") { db in
+      var messages = try db.query(RelayQuery.log, [user, cursor, limit + 1]) { row in
+        let own = row.int64(1) == user
+        let status = row.int64(6) != 0 ? "READ" : row.int64(5) != 0 ? "DELIVERED" : RelayMessage.syncedStatus
+        return RelayMessage(
+          messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3),
+          status: status, createdAt: row.string(4), fromDeviceId: own ? row.optionalInt64(7) : nil,
+          requestId: own ? row.optionalInt64(8) : nil)
+      }
+      let hasMore = messages.count > limit
+      if hasMore { messages.removeLast() }
+      let next = hasMore ? messages.last?.messageId ?? cursor : max(cursor, try db.int64(RelayQuery.logHead, [user]) ?? 0)
+      return (messages, hasMore, next)
     }
-    let hasMore = messages.count > limit
-    if hasMore { messages.removeLast() }
-    return (messages, hasMore)
   }
 
-  /// `user` has the messages `ids`: they leave the relay, and each sender gets a
-  /// `message_delivered` update (`conversationId` = `user`). Returns the new updates,
-  /// in sequence order, for the caller to push.
+  /// `user`'s device `device` stored its log up to `messages` and its status updates up
+  /// to `updates`: its acknowledged place rises (never falls). The updates every device
+  /// of the user has stored are dropped; with `retention` 0, so are the messages every
+  /// device of both parties acknowledged.
+  public func acknowledgeSync(user: Int64, device: Int64, messages: Int64, updates: Int64, retention: Retention)
+    throws
+  {
+    try writing("record how far device \(device) synced in") { db in
+      try db.execute(RelayQuery.raiseDeviceCursors, [device, messages, updates])
+      guard db.changes > 0,
+        let slowest = try db.query(RelayQuery.slowestDevice, [user], { ($0.optionalInt64(0), $0.optionalInt64(1)) })
+          .first,
+        let slowestMessage = slowest.0, let slowestUpdate = slowest.1
+      else { return }
+      try db.execute(RelayQuery.dropStatusUpdates, [user, slowestUpdate])
+      if retention == .untilAcknowledged {
+        try db.execute(RelayQuery.dropAcknowledgedReceived, [user, slowestMessage])
+        try db.execute(RelayQuery.dropAcknowledgedSent, [user, slowestMessage])
+      }
+    }
+  }
+
+  /// Deletes what the retention window no longer keeps, at most `batch` messages (and as
+  /// many updates and push records) a call: messages made before `now - window`
+  /// (`window` is ``Retention/longestHold`` for `.untilAcknowledged`), the status updates
+  /// and push records recorded before it, and the idempotency records older than
+  /// `idempotencyWindow` whose message is gone. Returns the messages deleted: a full
+  /// `batch` says more may be left.
+  @discardableResult
+  public func sweep(now: Int64, retention: Retention, idempotencyWindow: Int64, batch: Int = 10_000) throws -> Int {
+    let cutoff = now - retention.window
+    let cutoffText = Timestamp.string(milliseconds: cutoff)
+    return try writing("delete what the retention window left behind in") { db in
+      try db.execute(RelayQuery.dropMessagesBefore, [MessageID.lowerBound(milliseconds: cutoff), batch])
+      let messages = db.changes
+      let updates = try db.query(RelayQuery.oldestUpdates, [batch]) { ($0.int64(0), $0.string(1)) }
+      if let last = updates.prefix(while: { $0.1 < cutoffText }).last {
+        try db.execute(RelayQuery.dropUpdatesUpTo, [last.0])
+      }
+      let pushes = try db.query(RelayQuery.oldestPushes, [batch]) { ($0.int64(0), $0.string(1)) }
+      if let last = pushes.prefix(while: { $0.1 < cutoffText }).last {
+        try db.execute(RelayQuery.dropPushesUpTo, [last.0])
+      }
+      try db.execute(RelayQuery.forgetRequests, [MessageID.lowerBound(milliseconds: now - idempotencyWindow)])
+      return messages
+    }
+  }
+
+  // MARK: - Delivering
+
+  /// `user`'s device stored the messages `ids`: each one not yet delivered becomes
+  /// delivered (its `delivered_at`), and its sender gets a `message_delivered` update
+  /// (`conversationId` = `user`). Returns the new updates, in sequence order, for the
+  /// caller to push. The message stays in both logs for the retention window.
   ///
-  /// Ids of messages not addressed to `user`, unknown or already acknowledged are
-  /// ignored, so acknowledging twice is a no-op. `now` stamps the updates' `at`.
+  /// Ids of messages not addressed to `user`, unknown or already delivered (by this or
+  /// another device of the user) are ignored, so acknowledging twice is a no-op. `now`
+  /// stamps the updates' `at`.
   @discardableResult
   public func acknowledgeDelivery(by user: Int64, ids: [Int64], now: Int64 = RelayStore.currentMilliseconds()) throws
     -> [RelayStatusUpdate]
@@ -115,7 +213,7 @@ extension RelayStore {
     return try writing("acknowledge messages for user \(user) in") { db in
       var updates: [RelayStatusUpdate] = []
       for id in Set(ids).sorted() {
-        let senders = try db.query(RelayQuery.deleteDelivered, [id, user]) { $0.int64(0) }
+        let senders = try db.query(RelayQuery.markDelivered, [id, user, at]) { $0.int64(0) }
         guard let sender = senders.first else { continue }
         updates.append(
           try recordUpdate(for: sender, type: .messageDelivered, messageId: id, conversationId: user, at: at, db))
@@ -125,21 +223,22 @@ extension RelayStore {
   }
 
   /// `user` has read the conversation with `other` up to `messageId`: `other` (the
-  /// sender side) gets a `message_read` update with `conversationId` = `user`.
+  /// sender side) gets a `message_read` update with `conversationId` = `user`, and
+  /// `user` a `conversation_read` update (so each of their devices counts it read).
   ///
   /// A read mark covers only what the reader has: it stops below the oldest message from
-  /// `other` still on the relay (not yet acknowledged with `delivery_ack`), which the
-  /// reader may never have seen. Such a message is neither deleted nor marked read here;
-  /// a later receipt, once it was delivered and read, moves the mark past it.
+  /// `other` that no device of the reader stored yet (not acknowledged with
+  /// `delivery_ack`), which the reader may never have seen. A later receipt, once it
+  /// was delivered and read, moves the mark past it.
   ///
-  /// Forward only: returns nil and records nothing when the mark would not rise above
-  /// the one already recorded for the pair. Refused: `other` == `user` or a `messageId`
-  /// that is not positive or above every id issued (`.badInput`), an unknown user
-  /// (`.notFound`), a pair that never exchanged a message (`.badInput`).
+  /// Forward only: returns no update and records nothing when the mark would not rise
+  /// above the one already recorded for the pair. Refused: `other` == `user` or a
+  /// `messageId` that is not positive or above every id issued (`.badInput`), an
+  /// unknown user (`.notFound`), a pair that never exchanged a message (`.badInput`).
   @discardableResult
   public func markRead(
     by user: Int64, conversation other: Int64, upTo messageId: Int64, now: Int64 = RelayStore.currentMilliseconds()
-  ) throws -> RelayStatusUpdate? {
+  ) throws -> [RelayStatusUpdate] {
     guard other != user else { throw StoreError(.badInput, "conversation \(other) is the reader's own id", path: path) }
     let at = Timestamp.string(milliseconds: now)
     return try writing("record a read receipt from user \(user) in") { db in
@@ -157,11 +256,14 @@ extension RelayStore {
         upTo = min(upTo, undelivered - 1)
       }
       let mark = try db.int64(RelayQuery.readMark, [user, other]) ?? 0
-      guard upTo > mark else { return nil }
+      guard upTo > mark else { return [] }
       try db.execute(
         "INSERT INTO RelayReadMarks (reader_id, sender_id, up_to) VALUES (?1, ?2, ?3) ON CONFLICT (reader_id, sender_id) DO UPDATE SET up_to = ?3",
         [user, other, upTo])
-      return try recordUpdate(for: other, type: .messageRead, messageId: upTo, conversationId: user, at: at, db)
+      return [
+        try recordUpdate(for: other, type: .messageRead, messageId: upTo, conversationId: user, at: at, db),
+        try recordUpdate(for: user, type: .conversationRead, messageId: upTo, conversationId: other, at: at, db),
+      ]
     }
   }
 
@@ -194,16 +296,6 @@ extension RelayStore {
           sequence: row.int64(0), userId: row.int64(1), type: type, messageId: row.int64(3),
           conversationId: row.int64(4), at: row.string(5))
       }
-    }
-  }
-
-  /// Drops `user`'s updates up to and including `sequence`: the client has them (its
-  /// cursor). Returns how many were dropped.
-  @discardableResult
-  public func dropStatusUpdates(for user: Int64, upTo sequence: Int64) throws -> Int {
-    try writing("drop status updates of user \(user) in", singleWrite: true) { db in
-      try db.execute(RelayQuery.dropStatusUpdates, [user, sequence])
-      return db.changes
     }
   }
 

@@ -369,24 +369,34 @@ extension RelayStore {
   {
     let digest = AccessToken.digest(token)
     let createdAt = Timestamp.string(milliseconds: now)
+    // A new device has acknowledged nothing, yet holds back nothing written before it
+    // existed (retention 0): its acknowledged place starts at the newest id and update.
+    let lastMessage = try db.int64(RelayQuery.lastMessageID) ?? 0
+    let lastUpdate = try db.int64(RelayQuery.lastUpdateOf, [user]) ?? 0
     try db.execute(
-      "INSERT INTO RelayDevices (user_id, name, created_at, lookup_key, digest) VALUES (?, ?, ?, ?, ?)",
-      [user, name, createdAt, AccessToken.lookupKey(digest), digest])
-    return RelayDevice(id: db.lastInsertRowID, userId: user, name: name, createdAt: createdAt, lastSeenAt: nil)
+      "INSERT INTO RelayDevices (user_id, name, created_at, lookup_key, digest, synced_message, synced_update) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      [user, name, createdAt, AccessToken.lookupKey(digest), digest, lastMessage, lastUpdate])
+    return RelayDevice(
+      id: db.lastInsertRowID, userId: user, name: name, createdAt: createdAt, lastSeenAt: nil,
+      syncedMessage: lastMessage, lag: 0)
   }
 
   /// Reads `RelayQuery.devicesOfUser` and `.deviceByID` rows.
   private static func device(_ row: Row) -> RelayDevice {
     RelayDevice(
       id: row.int64(0), userId: row.int64(1), name: row.string(2), createdAt: row.string(3),
-      lastSeenAt: row.optionalString(4))
+      lastSeenAt: row.optionalString(4), syncedMessage: row.int64(5), lag: 0)
   }
 
   /// User `user`'s devices, by id. `.notFound` for an unknown user.
   public func devices(of user: Int64) throws -> [RelayDevice] {
     try reading("read the devices of user \(user) in") { db in
       try requireUser(user, db)
-      return try db.query(RelayQuery.devicesOfUser, [user], Self.device)
+      var devices = try db.query(RelayQuery.devicesOfUser, [user], Self.device)
+      for index in devices.indices {
+        devices[index].lag = try db.int64(RelayQuery.logCountAbove, [user, devices[index].syncedMessage]) ?? 0
+      }
+      return devices
     }
   }
 

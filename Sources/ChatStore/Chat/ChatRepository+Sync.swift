@@ -4,7 +4,7 @@ import Foundation
 /// (in `StoreInfo`, so they survive restarts and `chatdb evict`), the outbox's queue
 /// heads, and the incoming messages whose delivery the relay has not yet confirmed.
 extension ChatRepository {
-  /// Where sync resumes: the last message id fetched by `GET /v1/messages` and the
+  /// Where sync resumes: the last message id fetched by `GET /v2/messages` and the
   /// last status-update sequence stored.
   public struct SyncCursor: Hashable, Sendable {
     public var messages: Int64
@@ -35,6 +35,22 @@ extension ChatRepository {
     }
   }
 
+  /// The owner read `conversation` up to `upTo` on another of their devices: its incoming
+  /// messages up to there count as read here too, and a receipt queued here that it
+  /// covers is not sent. `sequence` raises the update cursor in the same transaction.
+  public func applyReadElsewhere(conversation: Int64, upTo: Int64, sequence: Int64?) throws {
+    try database.write { db in
+      try db.execute(HotQuery.markReadElsewhere.sql, [conversation, upTo])
+      try db.execute(StoreInfoSQL.clearValueUpTo, ["read_receipt:\(conversation)", upTo])
+      if let sequence { try raise("sync_update_cursor", to: sequence, db) }
+    }
+  }
+
+  /// Raises the message cursor: every message of the owner's log up to `cursor` is stored.
+  public func raiseMessageCursor(to cursor: Int64) throws {
+    try database.write { db in try raise("sync_message_cursor", to: cursor, db) }
+  }
+
   /// Applies a status update (`message_delivered` / `message_read` for a message of
   /// the owner's) and, when `sequence` is given, moves the update cursor forward to it,
   /// in one transaction.
@@ -49,7 +65,7 @@ extension ChatRepository {
     }
   }
 
-  private func raise(_ key: String, to value: Int64, _ db: Database) throws {
+  func raise(_ key: String, to value: Int64, _ db: Database) throws {
     try db.execute(StoreInfoSQL.raiseValue, [key, value])
   }
 

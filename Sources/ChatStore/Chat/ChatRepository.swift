@@ -174,12 +174,13 @@ public final class ChatRepository {
   /// The relay acknowledged a request with `message`: in one transaction the request
   /// is deleted and the message stored. Repeating it, or receiving the same message
   /// through sync first, leaves exactly one message and no request.
-  public func acknowledge(_ message: Message, requestID: Int64) throws {
+  public func acknowledge(_ message: Message, requestID: Int64, messageCursor: Int64? = nil) throws {
     var message = message
     message.requestID = requestID
     try database.write { db in
       try store(message, in: db)
       try db.execute(HotQuery.deleteRequest.sql, [requestID])
+      if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
     }
   }
 
@@ -192,16 +193,25 @@ public final class ChatRepository {
   }
 
   func store(_ messages: [Message], in db: Database) throws {
-    for message in messages {
-      try store(message, in: db)
+    for var message in messages {
       if message.fromUserID == ownerID, let requestID = message.requestID {
-        try db.execute(HotQuery.deleteRequest.sql, [requestID])
-      } else if message.fromUserID != ownerID && message.status == .synced {
+        // A message this device sent, fetched before its answer came (or in a file that
+        // lost its outbox): it completes the request only if it is that request's
+        // message; otherwise the request id means nothing here.
+        if try db.int64(HotQuery.matchingRequest.sql, [requestID, message.toUserID, message.content]) != nil {
+          try db.execute(HotQuery.deleteRequest.sql, [requestID])
+        } else if let holder = try db.int64(HotQuery.messageByRequest.sql, [ownerID, requestID]), holder != message.id {
+          message.requestID = nil
+        }
+      }
+      try store(message, in: db)
+      if message.fromUserID != ownerID && message.status == .synced {
         // Acknowledged to the relay until it confirms, whatever the status becomes here.
         try db.execute(HotQuery.rememberDeliveryAck.sql, [message.id])
       }
     }
   }
+
 
   /// Stores one message.
   public func receive(_ message: Message) throws { try receive([message]) }

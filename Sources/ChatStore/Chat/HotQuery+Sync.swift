@@ -55,6 +55,23 @@ extension HotQuery {
       """,
     sampleArguments: [.integer(1), .text("READ")], access: [.primaryKey])
 
+  /// Marks a conversation's incoming messages up to `?2` read: the owner read them on
+  /// another device (`conversation_read`).
+  public static let markReadElsewhere = HotQuery(
+    name: "sync: mark a conversation read on another device",
+    sql: """
+      UPDATE Messages SET status = 'READ'
+      WHERE conversation_id = ?1 AND from_user_id = conversation_id AND status <> 'READ' AND id <= ?2
+      """,
+    sampleArguments: [.integer(2), .integer(1)], access: unreadAccess)
+
+  /// The outbox request `?1` if it is the message (recipient `?2`, content `?3`) the relay
+  /// says this device sent with that request id.
+  public static let matchingRequest = HotQuery(
+    name: "sync: the outbox request a message of this device came from",
+    sql: "SELECT 1 FROM MessageRequests WHERE request_id = ?1 AND to_user_id = ?2 AND content = ?3",
+    sampleArguments: [.integer(1), .integer(2), .text("hi")], access: [.primaryKey])
+
   /// Remembers that incoming message `?1` is to be acknowledged until the relay confirms.
   public static let rememberDeliveryAck = HotQuery(
     name: "sync: remember a delivery acknowledgement",
@@ -190,7 +207,8 @@ extension HotQuery {
   /// The sync client's entries of the catalog.
   static let sync: [HotQuery] =
     [
-      storeMessage, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, rememberDeliveryAck, forgetDeliveryAck,
+      storeMessage, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
+      rememberDeliveryAck, forgetDeliveryAck,
       unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, failedRequests, resumeInterruptedSends, outboxCounts,
       recordFailedAnswer, retryFailedNow, insertRequest, upsertUser, addPlaceholderUser, standInContacts, firstUnread,
     ] + [MessageStatus.delivered, .read].map(raiseReceiptMark)

@@ -7,10 +7,11 @@ import Foundation
 struct RelayAPI: Sendable {
   let http: HTTPTransport
 
-  /// What a `POST /v1/messages` came to.
+  /// What a `POST /v2/messages` came to.
   enum PostOutcome: Equatable, Sendable {
     /// 201: the relay has it (`replayed`: it had it already, the first answer was lost).
-    case accepted(Message, replayed: Bool)
+    /// `previousId` is the message before it in the owner's log (nil on a replay).
+    case accepted(Message, previousId: Int64?, replayed: Bool)
     /// No answer, a timeout, 5xx, or 429: try again later (`retryAfter` from the relay).
     case retryable(String, retryAfter: Double?)
     /// Another 4xx: this request can never succeed as it is.
@@ -28,7 +29,7 @@ struct RelayAPI: Sendable {
     let reply: HTTPReply
     do {
       reply = try await http.send(
-        HTTPCall(method: "POST", path: "/v1/messages", body: WireJSON.encode(body), timeout: timeout))
+        HTTPCall(method: "POST", path: "/v2/messages", body: WireJSON.encode(body), timeout: timeout))
     } catch let error as TransportError where error.neverConnected {
       return .unreachable("\(error)")
     } catch {
@@ -44,7 +45,9 @@ struct RelayAPI: Sendable {
       guard let answer = try? WireJSON.decode(MessagePostAnswer.self, from: reply.body) else {
         return .retryable("HTTP \(reply.status) with a body that is not a message", retryAfter: nil)
       }
-      return .accepted(answer.message.model, replayed: reply.headers["idempotent-replayed"] == "true")
+      return .accepted(
+        answer.message.model, previousId: answer.message.previousId,
+        replayed: reply.headers["idempotent-replayed"] == "true")
     case 401:
       return .unauthorized(Self.reason(reply))
     case 429:
@@ -65,36 +68,40 @@ struct RelayAPI: Sendable {
     return "HTTP \(reply.status)"
   }
 
-  /// One page of `GET /v1/messages`.
+  /// One page of `GET /v2/messages`.
   struct SyncPage: Sendable {
-    var messages: [Message]
+    var messages: [RelayMessage]
     var hasMore: Bool
     var updates: [StatusUpdate]
+    /// Where the owner's log stands after the page.
+    var cursor: Int64
   }
 
   func sync(after cursor: ChatRepository.SyncCursor, limit: Int) async throws -> SyncPage {
     let reply = try await http.send(
       HTTPCall(
         method: "GET",
-        path: "/v1/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
-    let page: MessagesPage = try Self.decode(reply, "GET /v1/messages")
-    return SyncPage(messages: page.messages.map(\.model), hasMore: page.hasMore, updates: page.statusUpdates ?? [])
+        path: "/v2/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
+    let page: MessagesPage = try Self.decode(reply, "GET /v2/messages")
+    return SyncPage(
+      messages: page.messages, hasMore: page.hasMore, updates: page.statusUpdates ?? [],
+      cursor: page.cursor ?? page.messages.last?.messageId ?? cursor.messages)
   }
 
-  /// Whose token this is (`GET /v1/me`): `owner`'s profile, or `WrongUserToken` when the
+  /// Whose token this is (`GET /v2/me`): `owner`'s profile, or `WrongUserToken` when the
   /// token is another user's.
-  func me(requiring owner: Int64, timeout: Double = 10) async throws -> User {
-    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/me", timeout: timeout))
-    let answer: TokenOwner = try Self.decode(reply, "GET /v1/me")
+  func me(requiring owner: Int64, timeout: Double = 10) async throws -> (user: User, device: Int64?) {
+    let reply = try await http.send(HTTPCall(method: "GET", path: "/v2/me", timeout: timeout))
+    let answer: TokenOwner = try Self.decode(reply, "GET /v2/me")
     guard answer.user.id == owner else { throw WrongUserToken(tokenUser: answer.user.id, fileOwner: owner) }
-    return answer.user.model
+    return (answer.user.model, answer.device?.id)
   }
 
   /// One profile, nil when the relay does not show it (unknown, or no conversation yet).
   func profile(_ id: Int64, timeout: Double) async throws -> User? {
-    let reply = try await http.send(HTTPCall(method: "GET", path: "/v1/users/\(id)", timeout: timeout))
+    let reply = try await http.send(HTTPCall(method: "GET", path: "/v2/users/\(id)", timeout: timeout))
     guard reply.status != 403, reply.status != 404 else { return nil }
-    let user: RelayUser = try Self.decode(reply, "GET /v1/users/\(id)")
+    let user: RelayUser = try Self.decode(reply, "GET /v2/users/\(id)")
     return user.model
   }
 
@@ -104,8 +111,8 @@ struct RelayAPI: Sendable {
     var users: [User] = []
     for chunk in stride(from: 0, to: ids.count, by: 100).map({ Array(ids[$0..<min($0 + 100, ids.count)]) }) {
       let reply = try await http.send(
-        HTTPCall(method: "GET", path: "/v1/users?ids=" + chunk.map(String.init).joined(separator: ",")))
-      let list: UserList = try Self.decode(reply, "GET /v1/users")
+        HTTPCall(method: "GET", path: "/v2/users?ids=" + chunk.map(String.init).joined(separator: ",")))
+      let list: UserList = try Self.decode(reply, "GET /v2/users")
       users += list.users.map(\.model)
     }
     return users
@@ -138,7 +145,7 @@ public struct RelayRequests: Sendable {
   let api: RelayAPI
   public init(http: HTTPTransport) { api = RelayAPI(http: http) }
 
-  /// Checks that the token is `owner`'s (`GET /v1/me`): throws `WrongUserToken` when it is
+  /// Checks that the token is `owner`'s (`GET /v2/me`): throws `WrongUserToken` when it is
   /// another user's, `SyncFailure.unauthorized` when refused, and the transport's error
   /// when the relay cannot be reached.
   public func requireIdentity(_ owner: Int64, timeout: Double = 10) async throws {
@@ -170,10 +177,19 @@ public enum SyncFailure: Error, Sendable, CustomStringConvertible {
 
 extension RelayMessage {
   /// The message as `ChatRepository` stores it; a status it does not know is `SYNCED`.
+  /// Its `requestId` is kept (a message of this device is matched to its outbox by it).
   var model: Message {
     Message(
       id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
-      status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt)
+      status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId)
+  }
+
+  /// The message as `device`'s file stores it: the request id only if that device sent it
+  /// (another device's request ids mean nothing in this file).
+  func model(onDevice device: Int64?) -> Message {
+    var message = model
+    if device == nil || fromDeviceId != device { message.requestID = nil }
+    return message
   }
 }
 

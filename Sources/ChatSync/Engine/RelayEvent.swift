@@ -4,9 +4,11 @@ import ChatStore
 /// A server → client socket event of `docs/protocol.md`, as the engine uses it: the
 /// wire's ``ServerEvent`` with the message in the file's model.
 enum RelayEvent: Sendable, Equatable {
-  case newMessage(Message)
+  case newMessage(RelayMessage)
   case delivered(StatusUpdate)
   case read(StatusUpdate)
+  /// The owner read a conversation on one of their devices.
+  case readElsewhere(StatusUpdate)
   case contactStatus(ContactStatus)
   case deliveryAcknowledged([Int64])
   /// The relay's read mark for a conversation after a `read` receipt.
@@ -20,9 +22,10 @@ enum RelayEvent: Sendable, Equatable {
   static func parse(_ text: String) -> RelayEvent? {
     guard let event = try? WireJSON.decode(ServerEvent.self, from: text) else { return nil }
     return switch event {
-    case .newMessage(let message): .newMessage(message.model)
+    case .newMessage(let message): .newMessage(message)
     case .messageDelivered(let update): .delivered(update)
     case .messageRead(let update): .read(update)
+    case .conversationRead(let update): .readElsewhere(update)
     case .contactStatusUpdate(let status): .contactStatus(status)
     case .deliveryAcknowledged(let ids): .deliveryAcknowledged(ids.messageIds)
     case .readAcknowledged(let mark): .readAcknowledged(conversation: mark.conversationId, upTo: mark.upTo)

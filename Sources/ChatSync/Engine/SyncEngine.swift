@@ -96,7 +96,18 @@ public actor SyncEngine {
   private var receiptsScheduled = false
   /// The status-update cursor as stored; socket updates move it only when contiguous.
   private var updateCursor: Int64 = 0
-  private var updatesAckDirty = false
+  /// The message cursor as stored: every message of the owner's log up to it is in the
+  /// file. Events and answers move it along the log (each names the message before it,
+  /// `previousId`) only when contiguous.
+  private var messageCursor: Int64 = 0
+  /// Messages stored beyond a gap in the log, by the message before each: the cursor
+  /// passes them once the gap fills (else the next catch-up brings them again, harmlessly).
+  private var storedAhead: [Int64: Int64] = [:]
+  /// Set when a cursor moved and the relay has not been told (`sync_ack`).
+  private var syncAckDirty = false
+  /// This device's relay id (`GET /v2/me`): its own messages' request ids are matched to
+  /// its outbox; other devices' are not.
+  private var deviceID: Int64?
   /// Updates applied from the socket beyond a gap in the sequence; the cursor passes
   /// them once the gap fills (else the next sync brings them again, harmlessly).
   private var appliedAhead: Set<Int64> = []
@@ -104,7 +115,7 @@ public actor SyncEngine {
   private var firstTried: [Int64: ContinuousClock.Instant] = [:]
   /// Set when a full cursor sync finished on the current connection.
   private var synced = false
-  /// Set once the relay said the token is the owner's (`GET /v1/me`): nothing is sent before.
+  /// Set once the relay said the token is the owner's (`GET /v2/me`): nothing is sent before.
   private var identityChecked = false
   /// Read receipts sent on the current socket and not yet confirmed: conversation → upTo.
   private var receiptsInFlight: [Int64: Int64] = [:]
@@ -225,7 +236,9 @@ public actor SyncEngine {
   private func prepare() throws {
     let resumed = try repository.resumeInterruptedSends()
     if resumed > 0 { log("outbox: \(resumed) request(s) left in flight by an earlier run are due again") }
-    updateCursor = try repository.syncCursor().updates
+    let cursor = try repository.syncCursor()
+    updateCursor = cursor.updates
+    messageCursor = cursor.messages
     if try repository.user(owner) == nil { try repository.addPlaceholder(User(id: owner, name: "user \(owner)")) }
   }
 
@@ -315,9 +328,10 @@ public actor SyncEngine {
     guard !identityChecked else { return }
     do {
       let me = try await api.me(requiring: owner)
+      deviceID = me.device
       identityChecked = true
       doorbell.ring()
-      try await patiently { try repository.upsert(me) }
+      try await patiently { try repository.upsert(me.user) }
     } catch SyncFailure.unauthorized(let reason) {
       throw Halt(message: "The relay refused the token: \(reason)")
     } catch let wrong as WrongUserToken {
@@ -358,12 +372,14 @@ public actor SyncEngine {
     do {
       switch event {
       case .newMessage(let message):
-        try await store([message])
-        queueAcks([message.id])
+        try await store([message.model(onDevice: deviceID)], previousId: message.previousId)
+        if message.fromUserId != owner { queueAcks([message.messageId]) }
       case .delivered(let update):
         try await apply(update, .delivered)
       case .read(let update):
         try await apply(update, .read)
+      case .readElsewhere(let update):
+        try await apply(update, nil)
       case .contactStatus(let status):
         presence[status.userId] = status
         if status.typing == true {
@@ -392,33 +408,69 @@ public actor SyncEngine {
     }
   }
 
-  /// A status update for one of the owner's messages; the update cursor moves (and the
-  /// relay is told it may drop them) only when no earlier update is missing.
-  private func apply(_ update: StatusUpdate, _ status: MessageStatus) async throws {
+  /// A status update for one of the owner's messages (`status`), or a conversation the
+  /// owner read on another device (nil); the update cursor moves (and the relay is told)
+  /// only when no earlier update is missing.
+  private func apply(_ update: StatusUpdate, _ status: MessageStatus?) async throws {
     var ahead = appliedAhead
     if update.sequence > updateCursor { ahead.insert(update.sequence) }
     var next = updateCursor
     while ahead.remove(next + 1) != nil { next += 1 }
     // One transaction: the update and, when it closed a gap, the cursor past it.
     try await patiently { [next, updateCursor] in
-      try repository.applyUpdate(
-        status, messageID: update.messageId, conversation: update.conversationId,
-        sequence: next > updateCursor ? next : nil)
+      try apply(update, status, sequence: next > updateCursor ? next : nil)
     }
     appliedAhead = ahead
     if next > updateCursor {
       updateCursor = next
-      updatesAckDirty = true
+      syncAckDirty = true
       scheduleFlush()
     }
-    log("message \(update.messageId): \(status.rawValue.lowercased())")
+    if let status {
+      log("message \(update.messageId): \(status.rawValue.lowercased())")
+    } else {
+      log("conversation \(update.conversationId): read up to \(update.messageId) on another device")
+    }
+  }
+
+  private func apply(_ update: StatusUpdate, _ status: MessageStatus?, sequence: Int64?) throws {
+    if let status {
+      try repository.applyUpdate(
+        status, messageID: update.messageId, conversation: update.conversationId, sequence: sequence)
+    } else {
+      try repository.applyReadElsewhere(conversation: update.conversationId, upTo: update.messageId, sequence: sequence)
+    }
+  }
+
+  /// Where the message cursor gets to once message `id`, which follows `previousId` in the
+  /// owner's log, is stored (nil when it does not move), and what is still stored ahead.
+  private func cursorAfter(storing id: Int64, previousId: Int64?) -> (cursor: Int64?, ahead: [Int64: Int64]) {
+    var ahead = storedAhead
+    if let previousId, id > messageCursor { ahead[previousId] = id }
+    var next = messageCursor
+    while let following = ahead.removeValue(forKey: next) { next = following }
+    ahead = ahead.filter { $0.key > next }
+    // A gap that never fills (an event lost with its socket) waits for the next catch-up;
+    // meanwhile what piles up behind it is bounded.
+    if ahead.count > 10_000 { ahead = [:] }
+    return (next > messageCursor ? next : nil, ahead)
+  }
+
+  /// Takes the cursor `cursorAfter` computed, once what it covers is stored.
+  private func advanceCursor(to cursor: Int64?, ahead: [Int64: Int64]) {
+    storedAhead = ahead
+    guard let cursor, cursor > messageCursor else { return }
+    messageCursor = cursor
+    syncAckDirty = true
+    scheduleFlush()
   }
 
   // MARK: - Receiving
 
   /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
-  /// counting the ones already stored.
-  private func store(_ messages: [Message], cursor: Int64? = nil) async throws {
+  /// counting the ones already stored. `cursor` is where a catch-up page leaves the
+  /// message cursor; `previousId` an event's place in the log (see ``cursorAfter``).
+  private func store(_ messages: [Message], cursor: Int64? = nil, previousId: Int64? = nil) async throws {
     var fresh: [Message] = []
     for message in messages {
       if try repository.hasMessage(message.id) { metrics.duplicatesDropped += 1 } else { fresh.append(message) }
@@ -433,9 +485,25 @@ public actor SyncEngine {
         users.append(User(id: id, name: "user \(id)"))
       }
     }
-    try await patiently { try repository.receive(fresh, users: users, messageCursor: cursor) }
-    for message in fresh where message.fromUserID != owner {
-      log("received message \(message.id) from user \(message.fromUserID)")
+    var moved = (cursor: cursor, ahead: storedAhead)
+    if cursor == nil, messages.count == 1, let message = messages.first {
+      moved = cursorAfter(storing: message.id, previousId: previousId)
+    }
+    try await patiently { [moved] in try repository.receive(fresh, users: users, messageCursor: moved.cursor) }
+    if let page = cursor {
+      // A catch-up page: the file's cursor moved there; what was stored ahead may now follow it.
+      messageCursor = max(messageCursor, page)
+      let following = cursorAfter(storing: messageCursor, previousId: nil)
+      if let next = following.cursor { try await patiently { try repository.raiseMessageCursor(to: next) } }
+      advanceCursor(to: following.cursor, ahead: following.ahead)
+    } else {
+      advanceCursor(to: moved.cursor, ahead: moved.ahead)
+    }
+    for message in fresh {
+      log(
+        message.fromUserID == owner
+          ? "stored message \(message.id) to user \(message.toUserID), sent from another device"
+          : "received message \(message.id) from user \(message.fromUserID)")
     }
   }
 
@@ -444,13 +512,15 @@ public actor SyncEngine {
     while true {
       let cursor = try repository.syncCursor()
       let page = try await api.sync(after: cursor, limit: options.pageSize)
-      try await store(page.messages, cursor: page.messages.last?.id)
+      try await store(page.messages.map { $0.model(onDevice: deviceID) }, cursor: page.cursor)
       for update in page.updates {
-        let status: MessageStatus = update.type == .messageRead ? .read : .delivered
-        try await patiently {
-          try repository.applyUpdate(
-            status, messageID: update.messageId, conversation: update.conversationId, sequence: update.sequence)
-        }
+        let status: MessageStatus? =
+          switch update.type {
+          case .messageRead: .read
+          case .conversationRead: nil
+          case .messageDelivered, nil: .delivered
+          }
+        try await patiently { try apply(update, status, sequence: update.sequence) }
       }
       updateCursor = try repository.syncCursor().updates
       appliedAhead = appliedAhead.filter { $0 > updateCursor }
@@ -505,9 +575,9 @@ public actor SyncEngine {
       socket.send(.deliveryAck(MessageIDs(messageIds: batch)))
       acksInFlight.formUnion(batch)
     }
-    if updatesAckDirty {
-      socket.send(.updatesAck(UpdatesMark(upTo: updateCursor)))
-      updatesAckDirty = false
+    if syncAckDirty {
+      socket.send(.syncAck(SyncMark(lastSyncedMessage: messageCursor, lastSyncedUpdate: updateCursor)))
+      syncAckDirty = false
     }
   }
 
@@ -678,8 +748,12 @@ public actor SyncEngine {
     }
     do {
       switch outcome {
-      case .accepted(let message, let replayed):
-        try await patiently { try repository.acknowledge(message, requestID: request.requestID) }
+      case .accepted(let message, let previousId, let replayed):
+        let moved = cursorAfter(storing: message.id, previousId: previousId)
+        try await patiently { [moved] in
+          try repository.acknowledge(message, requestID: request.requestID, messageCursor: moved.cursor)
+        }
+        advanceCursor(to: moved.cursor, ahead: moved.ahead)
         metrics.sent += 1
         if replayed { metrics.replayed += 1 }
         if socket == nil { reconnectBell.ring() }

@@ -19,7 +19,7 @@ public typealias LWSClientSocket = LWSSupport.LWSClientSocket
 /// method, and a JSON body.
 public struct HTTPCall: Sendable, Equatable {
   public var method: String
-  /// `/v1/messages?lastSyncedMessage=0`: path and query, already encoded.
+  /// `/v2/messages?lastSyncedMessage=0`: path and query, already encoded.
   public var path: String
   public var body: [UInt8]?
   /// How long to wait for the whole answer.

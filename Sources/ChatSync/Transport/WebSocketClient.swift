@@ -11,7 +11,7 @@ import LWSSupport
 // context and the one thread servicing it, shared with the HTTP client).
 
 extension SocketConnector {
-  /// The real socket: a WebSocket to `url` (`ws://host:port/v1/socket/updates`) with
+  /// The real socket: a WebSocket to `url` (`ws://host:port/v2/socket/updates`) with
   /// `Authorization: Bearer <token>` on the upgrade request.
   ///
   /// `connect` returns once the socket is open. It throws ``SocketRefused`` when the

@@ -13,7 +13,7 @@ package struct ExchangeRequest: Sendable {
   /// The `Authorization` header's value, if one is sent.
   var authorization: String?
   var body: [UInt8]?
-  /// `POST /v1/messages`, for error messages: no query, no token.
+  /// `POST /v2/messages`, for error messages: no query, no token.
   var name: String
 
   /// A request to `address:port` (numeric) for `path` (encoded, with its query).

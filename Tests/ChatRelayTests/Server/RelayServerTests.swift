@@ -30,7 +30,7 @@ import Testing
     defer { running.stop() }
     var request = URLRequest(
       url: try #require(
-        URL(string: running.base + "/v1/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1&sp=a+b&empty&pct=100%25")))
+        URL(string: running.base + "/v2/things?b=two%20words&a=x%26y%3Dz&plus=1%2B1&sp=a+b&empty&pct=100%25")))
     request.setValue("Bearer abc", forHTTPHeaderField: "Authorization")
     let (data, response) = try await Self.session().data(for: request)
     let http = try #require(response as? HTTPURLResponse)
@@ -38,12 +38,12 @@ import Testing
     #expect(http.value(forHTTPHeaderField: "Content-Type") == "text/plain")
     let fields = Self.fields(data)
     #expect(fields["method"] == "GET")
-    #expect(fields["path"] == "/v1/things")
+    #expect(fields["path"] == "/v2/things")
     #expect(fields["query"] == "a=x&y=z&b=two words&empty=&pct=100%&plus=1+1&sp=a b")
     #expect(fields["auth"] == "Bearer abc")
     // The log names method, path and status, never the query or the token.
     let lines = running.log.filter { $0.hasPrefix("log http") }
-    #expect(lines.contains { $0.contains("GET /v1/things 200") })
+    #expect(lines.contains { $0.contains("GET /v2/things 200") })
     #expect(!lines.contains { $0.contains("two") || $0.contains("abc") })
   }
 
@@ -79,7 +79,7 @@ import Testing
   }
 
   private static func post(_ base: String, _ body: [UInt8]) throws -> URLRequest {
-    var request = URLRequest(url: try #require(URL(string: base + "/v1/messages")))
+    var request = URLRequest(url: try #require(URL(string: base + "/v2/messages")))
     request.httpMethod = "POST"
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
     request.httpBody = Data(body)
@@ -107,7 +107,7 @@ import Testing
       #expect(fields["type"] == "application/json")
       #expect(fields["length"] == "\(expected.count)")
       #expect(fields["sum"] == "\(expected.reduce(0) { $0 &+ Int($1) })")
-      let ping = URLRequest(url: try #require(URL(string: running.base + "/v1/ping")))
+      let ping = URLRequest(url: try #require(URL(string: running.base + "/v2/ping")))
       #expect(try Self.fetch(session, ping).status == 200)
     }
     let connections = Self.connections(running)
@@ -153,7 +153,7 @@ import Testing
     #expect(failures.withLock { $0 } == [])
     // The relay logs a request after writing its answer, so the last line can land after
     // the client has read that answer: wait for the lines (bounded) rather than read once.
-    let answered = { (log: [String]) in log.filter { $0.contains("POST /v1/messages 200") }.count }
+    let answered = { (log: [String]) in log.filter { $0.contains("POST /v2/messages 200") }.count }
     #expect(running.waitFor(10) { answered($0) >= 40 })
     #expect(answered(running.log) == 40)
   }
@@ -172,7 +172,7 @@ import Testing
     let running = try RunningServer()
     defer { running.stop() }
     let session = Self.session()
-    var request = URLRequest(url: try #require(URL(string: running.base + "/v1/messages")))
+    var request = URLRequest(url: try #require(URL(string: running.base + "/v2/messages")))
     request.httpMethod = "POST"
     request.httpBody = Data(count: RelayServer.maximumBodySize + 1)
     let (data, response) = try await session.data(for: request)
@@ -189,7 +189,7 @@ import Testing
     let running = try RunningServer()
     defer { running.stop() }
     let result = try PythonPeer.run(
-      PythonPeer.client, arguments: ["ws://127.0.0.1:\(running.port)/v1/socket/updates", "Bearer good"])
+      PythonPeer.client, arguments: ["ws://127.0.0.1:\(running.port)/v2/socket/updates", "Bearer good"])
     #expect(
       result.lines == [
         "got hello 42", "got echo: ping-1", "got echo: fragmented message", "got bye", "closed 1000",
@@ -214,7 +214,7 @@ import Testing
               print("got", await asyncio.wait_for(ws.recv(), 5))
       asyncio.run(asyncio.wait_for(main(), 15))
       """
-    let result = try PythonPeer.run(script, arguments: ["ws://127.0.0.1:\(running.port)/v1/socket/updates"])
+    let result = try PythonPeer.run(script, arguments: ["ws://127.0.0.1:\(running.port)/v2/socket/updates"])
     #expect(result.lines == ["got hello 42"])
     #expect(running.waitFor { $0.contains { $0.hasPrefix("closed ") } })
     #expect(running.log.filter { $0.hasPrefix("closed ") }.count == 1)
@@ -225,19 +225,19 @@ import Testing
     let running = try RunningServer()
     defer { running.stop() }
     let refused = try PythonPeer.run(
-      PythonPeer.client, arguments: ["ws://127.0.0.1:\(running.port)/v1/socket/updates", "Bearer bad"])
+      PythonPeer.client, arguments: ["ws://127.0.0.1:\(running.port)/v2/socket/updates", "Bearer bad"])
     #expect(refused.lines == ["status 401"])
     let raw = try PythonPeer.run(
-      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/socket/updates", "Bearer bad"])
+      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v2/socket/updates", "Bearer bad"])
     #expect(raw.lines.first?.hasPrefix("HTTP/1.1 401") == true)
     let body = try #require(raw.lines.dropFirst().first)
     let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: [String: String]]
     #expect(json?["error"]?["code"] == "unauthorized")
     let elsewhere = try PythonPeer.run(
-      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v1/other", "Bearer good"])
+      PythonPeer.rawUpgrade, arguments: ["\(running.port)", "/v2/other", "Bearer good"])
     #expect(elsewhere.lines.first?.hasPrefix("HTTP/1.1 404") == true)
     #expect(!running.log.contains { $0.hasPrefix("opened ") })
-    #expect(running.log.contains { $0.contains("GET /v1/socket/updates 401") })
+    #expect(running.log.contains { $0.contains("GET /v2/socket/updates 401") })
   }
 
   @Test func stopClosesOpenSocketsAndReportsThem() throws {
@@ -257,7 +257,7 @@ import Testing
       """
     let done = DispatchSemaphore(value: 0)
     let output = EventLog()
-    let url = "ws://127.0.0.1:\(running.port)/v1/socket/updates"
+    let url = "ws://127.0.0.1:\(running.port)/v2/socket/updates"
     DispatchQueue.global().async {
       let result = try? PythonPeer.run(script, arguments: [url])
       for line in result?.lines ?? [] { output.append(line) }

@@ -29,6 +29,14 @@ func withRelay<T>(_ body: (RelayStore, String, [Int64: String]) throws -> T) thr
   }
 }
 
+extension RelayStore {
+  /// The ids of the messages to `user` that no device of theirs stored yet, in order.
+  func waiting(for user: Int64) throws -> [Int64] {
+    try log(for: user, after: 0, limit: RelayStore.maximumPageSize).messages
+      .filter { $0.toUserId == user && $0.status == RelayMessage.syncedStatus }.map(\.messageId)
+  }
+}
+
 /// 2026-01-01T00:00:00Z in milliseconds since 1970.
 let baseTime: Int64 = 1_767_225_600_000
 let createdAt = "2026-01-01T00:00:00.000Z"
@@ -170,26 +178,28 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
         first.message
           == RelayMessage(
             messageId: MessageID.make(milliseconds: baseTime), fromUserId: 1, toUserId: 2, content: "hello",
-            createdAt: createdAt))
+            createdAt: createdAt, fromDeviceId: 1, requestId: 7))
       #expect(first.message.status == "SYNCED")
 
       let retry = try store.post(
         from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 5_000)
       #expect(!retry.isNew)
       #expect(retry.message == first.message)
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages == [first.message])
+      #expect(try store.waiting(for: 2) == [first.message.messageId])
 
       // The same request id from another sender is another message.
       let other = try store.post(from: 3, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime)
       #expect(other.isNew && other.message.messageId > first.message.messageId)
 
       try store.acknowledgeDelivery(by: 2, ids: [first.message.messageId, other.message.messageId])
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
+      #expect(try store.waiting(for: 2).isEmpty)
       let afterDelivery = try store.post(
         from: 1, requestID: 7, to: 2, content: "hello", createdAt: createdAt, now: baseTime + 9_000)
       #expect(!afterDelivery.isNew)
       #expect(afterDelivery.message == first.message)
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
+      #expect(try store.waiting(for: 2).isEmpty)
+      // Delivered, the message stays in both logs (for the retention window).
+      #expect(try store.log(for: 2, after: 0, limit: 10).messages.map(\.status) == ["DELIVERED", "DELIVERED"])
 
       // A reused key for a different message is refused, not silently answered.
       #expect(throws: RequestIDConflict.self) {
@@ -223,7 +233,7 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
         try store.acknowledgeDelivery(by: 2, ids: ids)
         try store.acknowledgeDelivery(by: 1, ids: ids)
       }
-      // Every message is gone; a restart with a clock still behind goes on from the last id.
+      // A restart with a clock still behind goes on from the last id.
       let store = try RelayStore(path: path)
       #expect(try store.lastIssuedMessageID() == ids.last)
       ids.append(
@@ -243,7 +253,7 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     }
   }
 
-  @Test func undeliveredPagesWithHasMore() throws {
+  @Test func theLogPagesWithHasMore() throws {
     try withRelay { store, _, _ in
       var sent: [RelayMessage] = []
       for i in 1...5 {
@@ -252,22 +262,29 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
             from: 1, requestID: Int64(i), to: 2, content: "m\(i)", createdAt: createdAt, now: baseTime + Int64(i)
           ).message)
       }
-      _ = try store.post(from: 2, requestID: 1, to: 3, content: "not for 2", createdAt: createdAt, now: baseTime)
-      let page1 = try store.undelivered(for: 2, after: 0, limit: 2)
-      #expect(page1.messages == Array(sent[0..<2]) && page1.hasMore)
-      let page2 = try store.undelivered(for: 2, after: page1.messages.last!.messageId, limit: 2)
-      #expect(page2.messages == Array(sent[2..<4]) && page2.hasMore)
-      let page3 = try store.undelivered(for: 2, after: page2.messages.last!.messageId, limit: 2)
-      #expect(page3.messages == [sent[4]] && !page3.hasMore)
-      let exact = try store.undelivered(for: 2, after: 0, limit: 5)
-      #expect(exact.messages == sent && !exact.hasMore)
-      #expect(try store.undelivered(for: 2, after: sent[4].messageId, limit: 2) == ([], false))
+      // User 2's own message is in their log too; user 3's is not.
+      let own = try store.post(from: 2, requestID: 1, to: 1, content: "from 2", createdAt: createdAt, now: baseTime + 9)
+      _ = try store.post(from: 3, requestID: 1, to: 1, content: "not for 2", createdAt: createdAt, now: baseTime + 10)
+      let ids = sent.map(\.messageId) + [own.message.messageId]
+      let page1 = try store.log(for: 2, after: 0, limit: 2)
+      #expect(page1.messages.map(\.messageId) == Array(ids[0..<2]) && page1.hasMore && page1.next == ids[1])
+      let page2 = try store.log(for: 2, after: page1.next, limit: 2)
+      #expect(page2.messages.map(\.messageId) == Array(ids[2..<4]) && page2.hasMore)
+      let page3 = try store.log(for: 2, after: page2.next, limit: 2)
+      #expect(page3.messages.map(\.messageId) == Array(ids[4..<6]) && !page3.hasMore && page3.next == ids[5])
+      // The recipient sees no request id; the sender's devices see theirs.
+      #expect(page1.messages.allSatisfy { $0.requestId == nil && $0.fromDeviceId == nil })
+      #expect(page3.messages.last?.requestId == 1 && page3.messages.last?.fromDeviceId == 2)
+      let exact = try store.log(for: 2, after: 0, limit: 6)
+      #expect(exact.messages.map(\.messageId) == ids && !exact.hasMore)
+      let end = try store.log(for: 2, after: ids[5], limit: 2)
+      #expect(end.messages.isEmpty && !end.hasMore && end.next == ids[5])
     }
   }
 
   // MARK: - Receipts
 
-  @Test func acknowledgementDeletesAndCreatesOneUpdatePerMessageOnce() throws {
+  @Test func acknowledgementDeliversAndCreatesOneUpdatePerMessageOnce() throws {
     try withRelay { store, _, _ in
       let a = try store.post(from: 1, requestID: 1, to: 2, content: "a", createdAt: createdAt, now: baseTime).message
       let b = try store.post(from: 3, requestID: 1, to: 2, content: "b", createdAt: createdAt, now: baseTime).message
@@ -285,8 +302,8 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
             && $0.at == Timestamp.string(milliseconds: baseTime + 10)
         })
       #expect(updates[1].sequence > updates[0].sequence)
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages.isEmpty)
-      #expect(try store.undelivered(for: 1, after: 0, limit: 10).messages == [toAda])
+      #expect(try store.waiting(for: 2).isEmpty)
+      #expect(try store.waiting(for: 1) == [toAda.messageId])
 
       #expect(try store.acknowledgeDelivery(by: 2, ids: [a.messageId, b.messageId]).isEmpty)
       #expect(try store.statusUpdates(for: 1, after: 0) == [updates[0]])
@@ -301,16 +318,25 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "b", createdAt: createdAt, now: baseTime + 1)
         .message
       try store.acknowledgeDelivery(by: 2, ids: [m1.messageId, m2.messageId])
-      let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId, now: baseTime + 5))
+      let updates = try store.markRead(by: 2, conversation: 1, upTo: m2.messageId, now: baseTime + 5)
+      let read = try #require(updates.first)
       #expect(
         read.type == .messageRead && read.userId == 1 && read.conversationId == 2 && read.messageId == m2.messageId)
-      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil)
-      #expect(try store.markRead(by: 2, conversation: 1, upTo: m1.messageId) == nil)
+      // The reader's own devices learn it too.
+      #expect(
+        updates.dropFirst().map(\.update)
+          == [
+            StatusUpdate(
+              sequence: read.sequence + 1, type: .conversationRead, messageId: m2.messageId, conversationId: 1,
+              at: read.at)
+          ] && updates.last?.userId == 2)
+      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId).isEmpty)
+      #expect(try store.markRead(by: 2, conversation: 1, upTo: m1.messageId).isEmpty)
       #expect(try store.statusUpdates(for: 1, after: 0).filter { $0.type == .messageRead } == [read])
       let m3 = try store.post(from: 1, requestID: 3, to: 2, content: "c", createdAt: createdAt, now: baseTime + 2)
         .message
       try store.acknowledgeDelivery(by: 2, ids: [m3.messageId])
-      let later = try #require(try store.markRead(by: 2, conversation: 1, upTo: m3.messageId))
+      let later = try #require(try store.markRead(by: 2, conversation: 1, upTo: m3.messageId).first)
       #expect(later.sequence > read.sequence)
       // Refused: an id never issued, a stranger, oneself, an unknown user.
       #expect(storeErrorKind { try store.markRead(by: 2, conversation: 1, upTo: m3.messageId + 1) } == .badInput)
@@ -329,15 +355,14 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       let m2 = try store.post(from: 1, requestID: 2, to: 2, content: "seen", createdAt: createdAt, now: baseTime + 1)
         .message
       try store.acknowledgeDelivery(by: 2, ids: [m2.messageId])
-      let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId))
+      let read = try #require(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId).first)
       #expect(read.messageId == m1.messageId - 1, "read up to just below the undelivered message")
       #expect(try store.readMark(by: 2, conversation: 1) == m1.messageId - 1)
+      #expect(try store.waiting(for: 2) == [m1.messageId], "still waiting")
       #expect(
-        try store.undelivered(for: 2, after: 0, limit: 10).messages.map(\.messageId) == [m1.messageId], "still waiting")
-      #expect(
-        try store.markRead(by: 2, conversation: 1, upTo: m2.messageId) == nil, "nothing more until it is acknowledged")
+        try store.markRead(by: 2, conversation: 1, upTo: m2.messageId).isEmpty, "nothing more until it is acknowledged")
       try store.acknowledgeDelivery(by: 2, ids: [m1.messageId])
-      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId)?.messageId == m2.messageId)
+      #expect(try store.markRead(by: 2, conversation: 1, upTo: m2.messageId).first?.messageId == m2.messageId)
     }
   }
 
@@ -355,12 +380,13 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       let all = try store.statusUpdates(for: 1, after: 0)
       #expect(all == delivered)
       #expect(try store.statusUpdates(for: 1, after: all[0].sequence) == Array(all[1...]))
-      #expect(try store.dropStatusUpdates(for: 2, upTo: all[2].sequence) == 0)  // not theirs
-      #expect(try store.dropStatusUpdates(for: 1, upTo: all[1].sequence) == 2)
+      // User 1's only device stored two: they are dropped.
+      try store.acknowledgeSync(user: 1, device: 1, messages: 0, updates: all[1].sequence, retention: .days(30))
       #expect(try store.statusUpdates(for: 1, after: 0) == [all[2]])
       // Sequences never go back, even after the newest is dropped.
-      try store.dropStatusUpdates(for: 1, upTo: all[2].sequence)
-      let next = try #require(try store.markRead(by: 2, conversation: 1, upTo: ids[2]))
+      try store.acknowledgeSync(user: 1, device: 1, messages: 0, updates: all[2].sequence, retention: .days(30))
+      #expect(try store.statusUpdates(for: 1, after: 0).isEmpty)
+      let next = try #require(try store.markRead(by: 2, conversation: 1, upTo: ids[2]).first)
       #expect(next.sequence > all[2].sequence)
     }
   }
@@ -389,8 +415,8 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
       ).message
       _ = try store.post(from: 2, requestID: 1, to: 1, content: "to ada", createdAt: createdAt, now: baseTime).message
       try store.removeUser(id: 1)
-      #expect(try store.undelivered(for: 2, after: 0, limit: 10).messages == [fromAda])
-      #expect(try store.undelivered(for: 1, after: 0, limit: 10).messages.isEmpty)
+      #expect(try store.waiting(for: 2) == [fromAda.messageId])
+      #expect(try store.waiting(for: 1).isEmpty)
       #expect(try store.contacts(of: 2).isEmpty)
       #expect(try !store.canSee(viewer: 2, user: 1))
       #expect(storeErrorKind { try store.removeUser(id: 1) } == .notFound)
@@ -458,9 +484,9 @@ func storeErrorKind(_ body: () throws -> Void) -> StoreError.Kind? {
     BadCall(description: "request id 0", kind: .badInput) {
       _ = try $0.post(from: 1, requestID: 0, to: 2, content: "x", createdAt: createdAt, now: baseTime)
     },
-    BadCall(description: "page size 0", kind: .badInput) { _ = try $0.undelivered(for: 1, after: 0, limit: 0) },
+    BadCall(description: "page size 0", kind: .badInput) { _ = try $0.log(for: 1, after: 0, limit: 0) },
     BadCall(description: "page size over the maximum", kind: .badInput) {
-      _ = try $0.undelivered(for: 1, after: 0, limit: RelayStore.maximumPageSize + 1)
+      _ = try $0.log(for: 1, after: 0, limit: RelayStore.maximumPageSize + 1)
     },
   ]
 

@@ -5,7 +5,7 @@ by outside clients only: http.client, a raw socket, and the `websockets` package
 usage: relay_auth_faults.py auth PORT TOKEN_ALICE TOKEN_BOB TOKEN_CAROL
        relay_auth_faults.py post PORT TOKEN REQUEST_ID TO_USER   -> prints status, replayed, messageId, retryAfter, code
        relay_auth_faults.py drop PORT TOKEN REQUEST_ID TO_USER   -> the POST gets no answer
-       relay_auth_faults.py inbox PORT TOKEN                      -> prints the ids of GET /v1/messages
+       relay_auth_faults.py inbox PORT TOKEN                      -> prints the ids of GET /v2/messages
        relay_auth_faults.py ack PORT TOKEN_SENDER TOKEN_RECIPIENT MESSAGE_ID
        relay_auth_faults.py frames PORT TOKEN_ALICE TOKEN_BOB
        relay_auth_faults.py slow PORT
@@ -50,7 +50,7 @@ def expect_error(result, status, code, what):
 
 
 def socket_url(port):
-    return f"ws://127.0.0.1:{port}/v1/socket/updates"
+    return f"ws://127.0.0.1:{port}/v2/socket/updates"
 
 
 def connect(port, token):
@@ -81,10 +81,10 @@ async def closed(socket):
 
 def auth(port, alice, bob, carol):
     endpoints = [
-        ("POST", "/v1/messages", {"requestId": 1, "toUserId": 2, "content": "hi"}),
-        ("GET", "/v1/messages", None),
-        ("GET", "/v1/users/2", None),
-        ("GET", "/v1/users?ids=1,2", None),
+        ("POST", "/v2/messages", {"requestId": 1, "toUserId": 2, "content": "hi"}),
+        ("GET", "/v2/messages", None),
+        ("GET", "/v2/users/2", None),
+        ("GET", "/v2/users?ids=1,2", None),
     ]
     refused = [({}, "no token"), ({"Authorization": "Bearer wrong-token"}, "wrong token"),
                ({"Authorization": f"Bearer {alice}x"}, "a token one byte off"), ({"Authorization": alice}, "no Bearer")]
@@ -92,14 +92,14 @@ def auth(port, alice, bob, carol):
         for headers, what in refused:
             expect_error(call(port, method, path, body=body, headers=headers), 401, "unauthorized", f"{method} {path} with {what}")
     # Nothing was posted by the refused POSTs.
-    status, _, inbox = call(port, "GET", "/v1/messages", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages", bob)
     assert status == 200 and inbox["messages"] == [], inbox
 
     # The socket: 401 with the JSON error body, no upgrade (seen raw, then by websockets).
     upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
     for headers, what in refused:
-        expect_error(call(port, "GET", "/v1/socket/updates", headers={**upgrade, **headers}), 401, "unauthorized", f"upgrade with {what}")
+        expect_error(call(port, "GET", "/v2/socket/updates", headers={**upgrade, **headers}), 401, "unauthorized", f"upgrade with {what}")
 
     async def sockets():
         for headers, what in refused:
@@ -111,38 +111,38 @@ def auth(port, alice, bob, carol):
     asyncio.run(asyncio.wait_for(sockets(), 60))
 
     # Another user's token sees only its own data.
-    status, _, me = call(port, "GET", "/v1/users/2", bob)
+    status, _, me = call(port, "GET", "/v2/users/2", bob)
     assert status == 200 and me["id"] == 2 and me["name"] == "Bob", me
-    expect_error(call(port, "GET", "/v1/users/1", bob), 403, "forbidden", "Bob reads Alice's profile before any message")
-    status, _, listed = call(port, "GET", "/v1/users?ids=1,2,3", bob)
+    expect_error(call(port, "GET", "/v2/users/1", bob), 403, "forbidden", "Bob reads Alice's profile before any message")
+    status, _, listed = call(port, "GET", "/v2/users?ids=1,2,3", bob)
     assert status == 200 and [u["id"] for u in listed["users"]] == [2], listed
 
     async def exchange():
         # Bob's socket gets only Bob's messages: Alice writes Carol first, then Bob.
         async with connect(port, bob) as bobs:
-            status, _, to_carol = call(port, "POST", "/v1/messages", alice, {"requestId": 4, "toUserId": 3, "content": "for Carol"})
+            status, _, to_carol = call(port, "POST", "/v2/messages", alice, {"requestId": 4, "toUserId": 3, "content": "for Carol"})
             assert status == 201 and to_carol["message"]["fromUserId"] == 1, to_carol
-            status, _, to_bob = call(port, "POST", "/v1/messages", alice, {"requestId": 5, "toUserId": 2, "content": "for Bob"})
+            status, _, to_bob = call(port, "POST", "/v2/messages", alice, {"requestId": 5, "toUserId": 2, "content": "for Bob"})
             assert status == 201 and to_bob["message"]["fromUserId"] == 1, to_bob
             received = await next_event(bobs, "new_message")
             assert received["messageId"] == to_bob["message"]["messageId"] and received["toUserId"] == 2, received
             return to_carol["message"]["messageId"], to_bob["message"]["messageId"]
     carols, bobs = asyncio.run(asyncio.wait_for(exchange(), 60))
 
-    status, _, mine = call(port, "GET", "/v1/messages", alice)
+    status, _, mine = call(port, "GET", "/v2/messages", alice)
     assert status == 200 and mine["messages"] == [], mine              # Alice never sees others' inboxes
-    status, _, inbox = call(port, "GET", "/v1/messages", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages", bob)
     assert [m["messageId"] for m in inbox["messages"]] == [bobs], inbox
-    status, _, inbox = call(port, "GET", "/v1/messages", carol)
+    status, _, inbox = call(port, "GET", "/v2/messages", carol)
     assert [m["messageId"] for m in inbox["messages"]] == [carols], inbox
     # Now Bob and Alice exchange messages: her profile is visible to him, Carol's is not.
-    status, _, profile = call(port, "GET", "/v1/users/1", bob)
+    status, _, profile = call(port, "GET", "/v2/users/1", bob)
     assert status == 200 and profile["id"] == 1, profile
-    expect_error(call(port, "GET", "/v1/users/3", bob), 403, "forbidden", "Bob reads Carol's profile")
-    status, _, listed = call(port, "GET", "/v1/users?ids=1,2,3", bob)
+    expect_error(call(port, "GET", "/v2/users/3", bob), 403, "forbidden", "Bob reads Carol's profile")
+    status, _, listed = call(port, "GET", "/v2/users?ids=1,2,3", bob)
     assert sorted(u["id"] for u in listed["users"]) == [1, 2], listed
     # A token's user is the sender, whatever the body says.
-    status, _, forged = call(port, "POST", "/v1/messages", bob, {"requestId": 6, "toUserId": 1, "content": "x", "fromUserId": 3})
+    status, _, forged = call(port, "POST", "/v2/messages", bob, {"requestId": 6, "toUserId": 1, "content": "x", "fromUserId": 3})
     assert status == 201 and forged["message"]["fromUserId"] == 2, forged
     print("ok")
 
@@ -150,7 +150,7 @@ def auth(port, alice, bob, carol):
 # MARK: - 2. Durability and idempotency
 
 def post(port, token, request_id, to):
-    status, headers, answer = call(port, "POST", "/v1/messages", token, {"requestId": request_id, "toUserId": to, "content": "durable"})
+    status, headers, answer = call(port, "POST", "/v2/messages", token, {"requestId": request_id, "toUserId": to, "content": "durable"})
     message = answer.get("message", {}) if isinstance(answer, dict) else {}
     print(json.dumps({"status": status, "replayed": headers.get("idempotent-replayed") == "true",
                       "messageId": message.get("messageId"), "fromUserId": message.get("fromUserId"),
@@ -159,7 +159,7 @@ def post(port, token, request_id, to):
 
 
 def inbox(port, token):
-    status, _, answer = call(port, "GET", "/v1/messages", token)
+    status, _, answer = call(port, "GET", "/v2/messages", token)
     assert status == 200, (status, answer)
     print(json.dumps([m["messageId"] for m in answer["messages"]]))
 
@@ -180,7 +180,7 @@ def ack(port, sender, recipient, message_id):
 def slow(port):
     """A client sends its request head one byte at a time (about 2 s in all); meanwhile
     another client's health check is answered, before the slow one is."""
-    head = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    head = b"GET /v2/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     pause = 2.0 / len(head)
     started, finished = threading.Event(), threading.Event()
     result = {}
@@ -208,9 +208,9 @@ def slow(port):
     thread = threading.Thread(target=dribble, daemon=True)
     thread.start()
     assert started.wait(TIMEOUT), "the slow client never started"
-    status, _, body = call(port, "GET", "/v1/health")
+    status, _, body = call(port, "GET", "/v2/health")
     slow_done_first = finished.is_set()
-    assert status == 200 and body == {"ok": True, "version": 1}, (status, body)
+    assert status == 200 and body == {"ok": True, "version": 2}, (status, body)
     assert not slow_done_first, f"the health check was answered only after the slow client had finished: {result}"
     thread.join(TIMEOUT)
     assert finished.is_set(), "the slow client hung"
@@ -233,7 +233,7 @@ def frames(port, alice, bob):
             error = await next_event(a, "error")
             assert error["code"] == "bad_request", error
             # Alice's socket is still open and used: a message from Bob arrives on it.
-            status, _, sent = call(port, "POST", "/v1/messages", bob, {"requestId": 1, "toUserId": 1, "content": "still there?"})
+            status, _, sent = call(port, "POST", "/v2/messages", bob, {"requestId": 1, "toUserId": 1, "content": "still there?"})
             assert status == 201, sent
             received = await next_event(a, "new_message")
             assert received["messageId"] == sent["message"]["messageId"], received
@@ -248,7 +248,7 @@ def frames(port, alice, bob):
 def interop(port, alice, bob):
     async def main():
         async with connect(port, alice) as a, connect(port, bob) as b:
-            status, _, sent = call(port, "POST", "/v1/messages", bob, {"requestId": 1, "toUserId": 1, "content": "Hi 👋"})
+            status, _, sent = call(port, "POST", "/v2/messages", bob, {"requestId": 1, "toUserId": 1, "content": "Hi 👋"})
             assert status == 201, sent
             received = await next_event(a, "new_message")
             assert received == sent["message"], (received, sent)
@@ -258,7 +258,7 @@ def interop(port, alice, bob):
             await asyncio.wait_for(await a.ping(b"are you there"), TIMEOUT)   # the pong arrived
             await a.close()
             assert a.close_code == 1000, a.close_code
-        status, _, left = call(port, "GET", "/v1/messages", alice)
+        status, _, left = call(port, "GET", "/v2/messages", alice)
         assert status == 200 and left["messages"] == [], left           # acknowledged: gone from the relay
     asyncio.run(asyncio.wait_for(main(), 60))
     print("ok")
@@ -282,7 +282,7 @@ def going_away(port, token, pid):
 
 def drop(port, token, request_id, to):
     try:
-        call(port, "POST", "/v1/messages", token, {"requestId": request_id, "toUserId": to, "content": "durable"})
+        call(port, "POST", "/v2/messages", token, {"requestId": request_id, "toUserId": to, "content": "durable"})
     except (http.client.RemoteDisconnected, ConnectionResetError, http.client.BadStatusLine):
         print("dropped")
         return

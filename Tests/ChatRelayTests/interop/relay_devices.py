@@ -1,7 +1,7 @@
-"""Devices against a running chat-relay: /v1/me, per-device idempotency, the upgrade.
+"""Devices against a running chat-relay: /v2/me, per-device idempotency, the upgrade.
 
     relay_devices.py PORT TOKEN...   -> prints one JSON object of facts, per token in order:
-        me: [status, body] of GET /v1/me
+        me: [status, body] of GET /v2/me
         posts: [status, messageId, replayed] of POST requestId 5 to user 2, twice
         upgrade: the status line's code of a WebSocket upgrade
     relay_devices.py PORT --hold TOKEN -> opens a WebSocket, prints "open", then the
@@ -40,7 +40,7 @@ def upgrade(token):
         key = base64.b64encode(os.urandom(16)).decode()
         connection.sendall(
             (
-                "GET /v1/socket/updates HTTP/1.1\r\n"
+                "GET /v2/socket/updates HTTP/1.1\r\n"
                 f"Host: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
                 f"Authorization: Bearer {token}\r\n\r\n"
@@ -62,7 +62,7 @@ def hold(token):
 
     async def main():
         async with websockets.connect(
-            f"ws://127.0.0.1:{port}/v1/socket/updates",
+            f"ws://127.0.0.1:{port}/v2/socket/updates",
             extra_headers={"Authorization": f"Bearer {token}"},
             open_timeout=10,
             close_timeout=10,
@@ -84,11 +84,11 @@ if tokens[:1] == ["--hold"]:
 
 facts = []
 for token in tokens:
-    me = call("GET", "/v1/me", token)
+    me = call("GET", "/v2/me", token)
     posts = []
     for _ in range(2):
         status, body, replayed = call(
-            "POST", "/v1/messages", token, {"requestId": 5, "toUserId": 2, "content": "same request, each device"}
+            "POST", "/v2/messages", token, {"requestId": 5, "toUserId": 2, "content": "same request, each device"}
         )
         posts.append([status, (body.get("message") or {}).get("messageId"), replayed == "true"])
     facts.append({"me": [me[0], me[1]], "posts": posts, "upgrade": upgrade(token)})

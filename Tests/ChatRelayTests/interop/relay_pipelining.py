@@ -28,7 +28,7 @@ def connect():
 def post(request_id, content="pipelined", length=None):
     body = json.dumps({"requestId": request_id, "toUserId": 2, "content": content}).encode()
     n = len(body) if length is None else length
-    return (b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + token.encode()
+    return (b"POST /v2/messages HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + token.encode()
             + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(n).encode() + b"\r\n\r\n", body)
 
 
@@ -88,7 +88,7 @@ def cpu_seconds():
 
 def health_ok():
     s = connect()
-    s.sendall(get("/v1/health"))
+    s.sendall(get("/v2/health"))
     status, _, _ = Reader(s).response()
     s.close()
     return status == 200
@@ -133,11 +133,11 @@ refused_behind(201, post_bytes(base + 3) + post_bytes(base + 4) + post_bytes(bas
 facts["threePosts"] = "first answered, two refused"
 
 # A GET behind a POST, a POST behind a GET, a GET behind a GET.
-refused_behind(201, post_bytes(base + 6) + get("/v1/health"), "GET behind POST")
-refused_behind(200, get("/v1/health") + post_bytes(base + 7), "POST behind GET")
-refused_behind(200, get("/v1/messages?limit=1") + get("/v1/health"), "GET behind GET")
+refused_behind(201, post_bytes(base + 6) + get("/v2/health"), "GET behind POST")
+refused_behind(200, get("/v2/health") + post_bytes(base + 7), "POST behind GET")
+refused_behind(200, get("/v2/messages?limit=1") + get("/v2/health"), "GET behind GET")
 # A POST with an explicitly empty body (refused by the relay) with another behind it.
-refused_behind(400, b"POST /v1/messages HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + token.encode()
+refused_behind(400, b"POST /v2/messages HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer " + token.encode()
                + b"\r\nContent-Length: 0\r\n\r\n" + post_bytes(base + 8), "POST behind an empty POST")
 facts["mixed"] = "GET behind POST, POST behind GET, GET behind GET, POST behind empty POST: first answered"
 
@@ -156,7 +156,7 @@ assert status == 201 and headers.get("connection", "").lower() != "close", (stat
 s.sendall(post_bytes(base + 10, "kept alive"))
 status, headers, _ = r.response()
 assert status == 201 and headers.get("connection", "").lower() != "close", (status, headers)
-s.sendall(get("/v1/health"))
+s.sendall(get("/v2/health"))
 status, _, _ = r.response()
 assert status == 200
 s.close()

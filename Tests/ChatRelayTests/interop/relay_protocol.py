@@ -15,7 +15,7 @@ import websockets
 
 PORT, ALICE, BOB, CAROL = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 BASE = f"http://127.0.0.1:{PORT}"
-WS = f"ws://127.0.0.1:{PORT}/v1/socket/updates"
+WS = f"ws://127.0.0.1:{PORT}/v2/socket/updates"
 
 
 def http(method, path, token=None, body=None, raw=None):
@@ -51,26 +51,26 @@ async def next_event(socket, kind, timeout=20):
 
 async def main():
     facts = {}
-    status, _, body = http("GET", "/v1/health")
+    status, _, body = http("GET", "/v2/health")
     assert status == 200 and body["ok"] is True, body
 
     # Authentication and bad input.
-    expect_error(http("GET", "/v1/messages"), 401, "unauthorized")
-    expect_error(http("GET", "/v1/messages", token="not-a-token"), 401, "unauthorized")
-    expect_error(http("GET", "/v1/nowhere", token=ALICE), 404, "not_found")
-    expect_error(http("DELETE", "/v1/messages", token=ALICE), 405, "method_not_allowed")
-    expect_error(http("POST", "/v1/messages", token=ALICE, raw=b"{not json"), 400, "bad_request")
-    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 2}), 400, "bad_request", "content")
-    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": "x", "toUserId": 2, "content": "a"}), 400, "bad_request", "requestId")
-    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 99, "content": "a"}), 404, "not_found")
-    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 1, "content": "a"}), 400, "bad_request")
-    expect_error(http("GET", "/v1/messages?limit=0", token=ALICE), 400, "bad_request", "limit")
-    expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 1, "toUserId": 2, "content": "x" * 65537}), 413, "too_large", "content")
+    expect_error(http("GET", "/v2/messages"), 401, "unauthorized")
+    expect_error(http("GET", "/v2/messages", token="not-a-token"), 401, "unauthorized")
+    expect_error(http("GET", "/v2/nowhere", token=ALICE), 404, "not_found")
+    expect_error(http("DELETE", "/v2/messages", token=ALICE), 405, "method_not_allowed")
+    expect_error(http("POST", "/v2/messages", token=ALICE, raw=b"{not json"), 400, "bad_request")
+    expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 2}), 400, "bad_request", "content")
+    expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": "x", "toUserId": 2, "content": "a"}), 400, "bad_request", "requestId")
+    expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 99, "content": "a"}), 404, "not_found")
+    expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 1, "content": "a"}), 400, "bad_request")
+    expect_error(http("GET", "/v2/messages?limit=0", token=ALICE), 400, "bad_request", "limit")
+    expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 2, "content": "x" * 65537}), 413, "too_large", "content")
 
     async with websockets.connect(WS, extra_headers={"Authorization": f"Bearer {ALICE}"}) as alice, \
             websockets.connect(WS, extra_headers={"Authorization": f"Bearer {BOB}"}) as bob:
         # A message to an online recipient arrives as new_message; the POST is 201.
-        status, headers, body = http("POST", "/v1/messages", token=ALICE,
+        status, headers, body = http("POST", "/v2/messages", token=ALICE,
                                      body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好", "createdAt": "2026-01-31T12:00:00Z", "extra": 1})
         assert status == 201, body
         message = body["message"]
@@ -82,20 +82,20 @@ async def main():
         assert received == message, (received, message)
 
         # A retry with the same requestId is the same message, marked replayed; a reuse for another message is 409.
-        status, headers, again = http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
+        status, headers, again = http("POST", "/v2/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
         assert status == 201 and again["message"]["messageId"] == message["messageId"], again
         assert headers.get("idempotent-replayed") == "true", headers
-        expect_error(http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "other"}), 409, "conflict")
+        expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "other"}), 409, "conflict")
 
         # Ids rise.
-        status, _, second = http("POST", "/v1/messages", token=ALICE, body={"requestId": 8, "toUserId": 2, "content": "second"})
+        status, _, second = http("POST", "/v2/messages", token=ALICE, body={"requestId": 8, "toUserId": 2, "content": "second"})
         assert status == 201 and second["message"]["messageId"] > message["messageId"], second
         await next_event(bob, "new_message")
 
         # Until acknowledged, the messages stay and sync returns them in id order.
-        status, _, sync = http("GET", "/v1/messages?lastSyncedMessage=0&limit=1", token=BOB)
+        status, _, sync = http("GET", "/v2/messages?lastSyncedMessage=0&limit=1", token=BOB)
         assert status == 200 and [m["messageId"] for m in sync["messages"]] == [message["messageId"]] and sync["hasMore"] is True, sync
-        status, _, sync = http("GET", f"/v1/messages?lastSyncedMessage={message['messageId']}", token=BOB)
+        status, _, sync = http("GET", f"/v2/messages?lastSyncedMessage={message['messageId']}", token=BOB)
         assert [m["messageId"] for m in sync["messages"]] == [second["message"]["messageId"]] and sync["hasMore"] is False, sync
 
         # Delivery acknowledgement: gone from the relay, the sender hears message_delivered.
@@ -103,11 +103,11 @@ async def main():
         delivered = await next_event(alice, "message_delivered")
         assert delivered["messageId"] in (message["messageId"], second["message"]["messageId"]) and delivered["conversationId"] == 2, delivered
         await next_event(alice, "message_delivered")
-        status, _, sync = http("GET", "/v1/messages", token=BOB)
+        status, _, sync = http("GET", "/v2/messages", token=BOB)
         assert sync["messages"] == [], sync
 
         # A retry after delivery still gets the same message.
-        status, _, late = http("POST", "/v1/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
+        status, _, late = http("POST", "/v2/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
         assert status == 201 and late["message"]["messageId"] == message["messageId"], late
 
         # Read receipts (forward only) and typing.
@@ -127,23 +127,23 @@ async def main():
         await bob.send(json.dumps({"type": "typing", "payload": {"toUserId": 1, "typing": False}}))
 
         # Status updates wait in sync for a sender that was away, until acknowledged by cursor.
-        status, _, sync = http("GET", "/v1/messages", token=ALICE)
+        status, _, sync = http("GET", "/v2/messages", token=ALICE)
         updates = sync["statusUpdates"]
         assert [u["type"] for u in updates].count("message_delivered") == 2 and any(u["type"] == "message_read" for u in updates), updates
         top = max(u["sequence"] for u in updates)
-        status, _, sync = http("GET", f"/v1/messages?lastSyncedUpdate={top}", token=ALICE)
+        status, _, sync = http("GET", f"/v2/messages?lastSyncedUpdate={top}", token=ALICE)
         assert sync["statusUpdates"] == [], sync
 
         # Profiles: self and contacts only.
-        status, _, profile = http("GET", "/v1/users/2", token=ALICE)
+        status, _, profile = http("GET", "/v2/users/2", token=ALICE)
         assert status == 200 and profile["id"] == 2 and profile["name"] == "Bob" and "avatarUrl" in profile and "lastConnectedAt" in profile, profile
-        expect_error(http("GET", "/v1/users/3", token=ALICE), 403, "forbidden")
-        expect_error(http("GET", "/v1/users/99", token=ALICE), 404, "not_found")
-        status, _, listed = http("GET", "/v1/users?ids=1,2,3", token=ALICE)
+        expect_error(http("GET", "/v2/users/3", token=ALICE), 403, "forbidden")
+        expect_error(http("GET", "/v2/users/99", token=ALICE), 404, "not_found")
+        status, _, listed = http("GET", "/v2/users?ids=1,2,3", token=ALICE)
         assert sorted(u["id"] for u in listed["users"]) == [1, 2], listed
 
         # An offline recipient gets a push record instead.
-        status, _, to_carol = http("POST", "/v1/messages", token=ALICE, body={"requestId": 9, "toUserId": 3, "content": "Carol?"})
+        status, _, to_carol = http("POST", "/v2/messages", token=ALICE, body={"requestId": 9, "toUserId": 3, "content": "Carol?"})
         assert status == 201, to_carol
         facts["carolMessageId"] = to_carol["message"]["messageId"]
         facts["lastMessageId"] = to_carol["message"]["messageId"]

@@ -53,8 +53,8 @@ def expect_error(result, status, code, what, field=None):
 
 
 def healthy(port):
-    status, _, body = call(port, "GET", "/v1/health")
-    assert status == 200 and body == {"ok": True, "version": 1}, (status, body)
+    status, _, body = call(port, "GET", "/v2/health")
+    assert status == 200 and body == {"ok": True, "version": 2}, (status, body)
 
 
 def raw_exchange(port, data, read=True):
@@ -79,7 +79,7 @@ def raw_exchange(port, data, read=True):
 
 def matrix(port, alice, bob, carol):
     # Alice writes Bob, so Bob's inbox holds one message and Alice and Bob know each other.
-    status, _, sent = call(port, "POST", "/v1/messages", alice, {"requestId": 1, "toUserId": 2, "content": "for Bob only"})
+    status, _, sent = call(port, "POST", "/v2/messages", alice, {"requestId": 1, "toUserId": 2, "content": "for Bob only"})
     assert status == 201 and sent["message"]["fromUserId"] == 1, sent
     message = sent["message"]["messageId"]
     bad_tokens = {
@@ -97,14 +97,14 @@ def matrix(port, alice, bob, carol):
     }
     # (method, path, body, answer for Bob's own token, answer for Carol's: another user)
     endpoints = [
-        ("GET", "/v1/messages", None, 200, 200),
-        ("GET", "/v1/users/2", None, 200, 403),
-        ("GET", "/v1/users/1", None, 200, 403),
-        ("GET", "/v1/users?ids=1,2", None, 200, 200),
+        ("GET", "/v2/messages", None, 200, 200),
+        ("GET", "/v2/users/2", None, 200, 403),
+        ("GET", "/v2/users/1", None, 200, 403),
+        ("GET", "/v2/users?ids=1,2", None, 200, 200),
         # Last: Carol's message makes her and Bob known to each other.
-        ("POST", "/v1/messages", {"requestId": 7, "toUserId": 1, "content": "x"}, 201, 201),
-        ("GET", "/v1/nothing-here", None, 404, 404),
-        ("DELETE", "/v1/messages", None, 405, 405),
+        ("POST", "/v2/messages", {"requestId": 7, "toUserId": 1, "content": "x"}, 201, 201),
+        ("GET", "/v2/nothing-here", None, 404, 404),
+        ("DELETE", "/v2/messages", None, 405, 405),
     ]
     for method, path, body, _, _ in endpoints:
         for what, headers in bad_tokens.items():
@@ -115,10 +115,10 @@ def matrix(port, alice, bob, carol):
     upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
     for what, headers in bad_tokens.items():
-        expect_error(call(port, "GET", "/v1/socket/updates", headers={**upgrade, **headers}), 401, "unauthorized",
+        expect_error(call(port, "GET", "/v2/socket/updates", headers={**upgrade, **headers}), 401, "unauthorized",
                      f"socket upgrade with {what}")
     # Nothing a refused request did is visible.
-    status, _, inbox = call(port, "GET", "/v1/messages", alice)
+    status, _, inbox = call(port, "GET", "/v2/messages", alice)
     assert status == 200 and inbox["messages"] == [], inbox
 
     # The right token and another user's: each sees exactly its own.
@@ -127,11 +127,11 @@ def matrix(port, alice, bob, carol):
         assert got == own, f"{method} {path} with Bob's token: {got} {answer}"
         got, _, answer = call(port, method, path, carol, body=dict(body, requestId=8, toUserId=2) if body else None)
         assert got == other, f"{method} {path} with Carol's token: {got} {answer}"
-    status, _, inbox = call(port, "GET", "/v1/messages", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages", bob)
     assert [m["messageId"] for m in inbox["messages"]][:1] == [message], inbox
-    status, _, inbox = call(port, "GET", "/v1/messages", carol)
+    status, _, inbox = call(port, "GET", "/v2/messages", carol)
     assert status == 200 and inbox["messages"] == [], f"Carol sees someone else's messages: {inbox}"
-    status, _, listed = call(port, "GET", "/v1/users?ids=1,2,3", carol)
+    status, _, listed = call(port, "GET", "/v2/users?ids=1,2,3", carol)
     assert sorted(u["id"] for u in listed["users"]) == [2, 3], f"Carol lists profiles she may not see: {listed}"
     # Health needs no token and tells nothing about users.
     healthy(port)
@@ -143,27 +143,27 @@ def matrix(port, alice, bob, carol):
 def limits(port, alice):
     mib = 1 << 20
     content = lambda n: {"requestId": n, "toUserId": 2, "content": "x" * n}
-    status, _, answer = call(port, "POST", "/v1/messages", alice, content(65536))
+    status, _, answer = call(port, "POST", "/v2/messages", alice, content(65536))
     assert status == 201, f"64 KiB of content: {status} {str(answer)[:200]}"
-    expect_error(call(port, "POST", "/v1/messages", alice, content(65537)), 413, "too_large", "64 KiB + 1 of content", "content")
+    expect_error(call(port, "POST", "/v2/messages", alice, content(65537)), 413, "too_large", "64 KiB + 1 of content", "content")
     # A body over 1 MiB: 413 whether it is read (a little over) or refused unread (far over).
-    expect_error(call(port, "POST", "/v1/messages", alice, raw_body=b"{" + b" " * mib + b"}"), 413, "too_large", "1 MiB + 2 body")
-    expect_error(call(port, "POST", "/v1/messages", alice, content(10 * mib)), 413, "too_large", "10 MB content")
+    expect_error(call(port, "POST", "/v2/messages", alice, raw_body=b"{" + b" " * mib + b"}"), 413, "too_large", "1 MiB + 2 body")
+    expect_error(call(port, "POST", "/v2/messages", alice, content(10 * mib)), 413, "too_large", "10 MB content")
     # A declared 100 MB body is refused without waiting for it.
-    line = raw_exchange(port, f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n"
+    line = raw_exchange(port, f"POST /v2/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n"
                               f"Content-Type: application/json\r\nContent-Length: {100 * mib}\r\n\r\n{{".encode())
     assert line.startswith(b"HTTP/1.1 413"), line
     # A 10,000-digit Content-Length, a negative one: refused, never a crash.
     for length in ["9" * 10000, "-1", "1e9"]:
-        line = raw_exchange(port, f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n"
+        line = raw_exchange(port, f"POST /v2/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\n"
                                   f"Content-Length: {length}\r\n\r\n{{}}".encode())
         assert line == b"" or line.split(b" ")[1][:1] in (b"4",), (length[:20], line)
         healthy(port)
     # Headers over 8 KiB: refused or cut, never a crash.
-    line = raw_exchange(port, b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n")
+    line = raw_exchange(port, b"GET /v2/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n")
     assert line == b"" or not line.startswith(b"HTTP/1.1 5"), line
     # A 100 KiB path.
-    line = raw_exchange(port, b"GET /v1/users/" + b"1" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    line = raw_exchange(port, b"GET /v2/users/" + b"1" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     assert line == b"" or not line.startswith(b"HTTP/1.1 5"), line
     healthy(port)
     print("ok")
@@ -180,13 +180,13 @@ def inject(port, alice, bob):
     request = 100
     for text in HOSTILE_TEXT:
         request += 1
-        status, _, answer = call(port, "POST", "/v1/messages", alice, {"requestId": request, "toUserId": 2, "content": text})
+        status, _, answer = call(port, "POST", "/v2/messages", alice, {"requestId": request, "toUserId": 2, "content": text})
         if status == 201:
             sent.append((answer["message"]["messageId"], text))
         else:
             expect_error((status, _, answer), 400, "bad_request", f"content {text[:30]!r}", "content")
     # Kept exactly as given: what Bob receives is byte for byte what Alice sent.
-    status, _, inbox = call(port, "GET", "/v1/messages?limit=100", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages?limit=100", bob)
     got = {m["messageId"]: m["content"] for m in inbox["messages"]}
     for message, text in sent:
         assert got.get(message) == text, f"stored {got.get(message)!r:.60} for {text!r:.60}"
@@ -200,7 +200,7 @@ def inject(port, alice, bob):
                        (b"\x00\x00\x00", "NUL bytes for a body"),
                        (b'{"requestId":1,"toUserId":2,"content":"x"', "a cut body"),
                        (b'[' * 100000, "100,000 nested arrays")]:
-        status, headers, answer = call(port, "POST", "/v1/messages", alice, raw_body=body)
+        status, headers, answer = call(port, "POST", "/v2/messages", alice, raw_body=body)
         expect_error((status, headers, answer), 400, "bad_request", what)
 
     # Numbers: negative, zero, 10,000 digits, fractions, strings, SQL.
@@ -212,25 +212,25 @@ def inject(port, alice, bob):
                 raw_body = raw_body.replace(f'"{value}"'.encode(), value.encode())   # a bare 10,000-digit number
             # A number JSON cannot hold in 64 bits fails the whole body's decoding: its
             # one-line error names the body, not the field.
-            got = call(port, "POST", "/v1/messages", alice, raw_body=raw_body)
+            got = call(port, "POST", "/v2/messages", alice, raw_body=raw_body)
             expect_error(got, 400, "bad_request", f"{field} = {str(value)[:20]}")
             message = got[2]["error"]["message"]
             assert field in message or "body" in message, f"{field} = {str(value)[:20]}: {message}"
     # An unknown recipient.
-    got = call(port, "POST", "/v1/messages", alice, {"requestId": 901, "toUserId": 999, "content": "x"})
+    got = call(port, "POST", "/v2/messages", alice, {"requestId": 901, "toUserId": 999, "content": "x"})
     assert got[0] in (400, 404), got
     # createdAt with SQL or nonsense: refused naming it, or ignored; never stored as SQL.
-    got = call(port, "POST", "/v1/messages", alice, {"requestId": 902, "toUserId": 2, "content": "x", "createdAt": "'); DROP TABLE Messages; --"})
+    got = call(port, "POST", "/v2/messages", alice, {"requestId": 902, "toUserId": 2, "content": "x", "createdAt": "'); DROP TABLE Messages; --"})
     assert got[0] in (201, 400), got
     if got[0] == 400:
         expect_error(got, 400, "bad_request", "createdAt with SQL", "createdAt")
 
     # Query strings and paths.
-    for path in ["/v1/messages?lastSyncedMessage=-1", "/v1/messages?lastSyncedMessage=" + "9" * 10000,
-                 "/v1/messages?lastSyncedMessage=1%27%3B%20DROP%20TABLE%20Messages", "/v1/messages?limit=-5",
-                 "/v1/messages?limit=" + "9" * 10000, "/v1/messages?limit=%00", "/v1/users?ids=1,2)%3BDROP%20TABLE%20Users",
-                 "/v1/users?ids=-1", "/v1/users?ids=" + "9" * 10000, "/v1/users/1%27%20OR%201=1", "/v1/users/-1",
-                 "/v1/users/" + "9" * 10000, "/v1/users/%00", "/v1/users/%ff"]:
+    for path in ["/v2/messages?lastSyncedMessage=-1", "/v2/messages?lastSyncedMessage=" + "9" * 10000,
+                 "/v2/messages?lastSyncedMessage=1%27%3B%20DROP%20TABLE%20Messages", "/v2/messages?limit=-5",
+                 "/v2/messages?limit=" + "9" * 10000, "/v2/messages?limit=%00", "/v2/users?ids=1,2)%3BDROP%20TABLE%20Users",
+                 "/v2/users?ids=-1", "/v2/users?ids=" + "9" * 10000, "/v2/users/1%27%20OR%201=1", "/v2/users/-1",
+                 "/v2/users/" + "9" * 10000, "/v2/users/%00", "/v2/users/%ff"]:
         try:
             status, _, answer = call(port, "GET", path, bob)
         except http.client.RemoteDisconnected:
@@ -241,9 +241,9 @@ def inject(port, alice, bob):
         assert status in (400, 403, 404), f"{path[:80]}: {status} {str(answer)[:200]}"
         assert isinstance(answer, dict) and "error" in answer, f"{path[:80]}: {answer}"
     # Everything is still there and works.
-    status, _, inbox = call(port, "GET", "/v1/messages?limit=100", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages?limit=100", bob)
     assert status == 200 and len(inbox["messages"]) >= len(sent), inbox
-    status, _, listed = call(port, "GET", "/v1/users?ids=1,2", bob)
+    status, _, listed = call(port, "GET", "/v2/users?ids=1,2", bob)
     assert status == 200 and sorted(u["id"] for u in listed["users"]) == [1, 2], listed
     print("ok")
 
@@ -295,8 +295,8 @@ def slowloris(port, alice, bob):
 
     body = json.dumps({"requestId": 50, "toUserId": 2, "content": "x" * 100}).encode()
     slow = {
-        "head": (b"", b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 200 + b"\r\n\r\n"),
-        "body": (f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nContent-Type: application/json\r\n"
+        "head": (b"", b"GET /v2/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 200 + b"\r\n\r\n"),
+        "body": (f"POST /v2/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {alice}\r\nContent-Type: application/json\r\n"
                  f"Content-Length: {len(body)}\r\n\r\n".encode(), body),
         "silent": (b"", b""),
     }
@@ -308,7 +308,7 @@ def slowloris(port, alice, bob):
     deadline = time.monotonic() + 8
     while time.monotonic() < deadline:
         started = time.monotonic()
-        status, _, _ = call(port, "GET", "/v1/messages", bob)
+        status, _, _ = call(port, "GET", "/v2/messages", bob)
         latencies.append(time.monotonic() - started)
         assert status == 200, status
         answered += 1
@@ -319,7 +319,7 @@ def slowloris(port, alice, bob):
         state = results.get(name)
         assert state is not None and state[0] == "closed", f"slow {name}: {state}"
     # The slow body was never stored.
-    status, _, inbox = call(port, "GET", "/v1/messages", bob)
+    status, _, inbox = call(port, "GET", "/v2/messages", bob)
     assert all(m["content"] != "x" * 100 for m in inbox["messages"]), "a body cut off by the timeout was stored"
     latencies.sort()
     print(json.dumps({"answered": answered, "p50": latencies[len(latencies) // 2] * 1000,
@@ -338,7 +338,7 @@ def logins(port, bob, failed=1000):
         latencies = []
         for _ in range(count):
             started = time.perf_counter()
-            status, _, _ = call(port, "GET", "/v1/messages", bob, connection=connection)
+            status, _, _ = call(port, "GET", "/v2/messages", bob, connection=connection)
             latencies.append(time.perf_counter() - started)
             assert status == 200, status
         return latencies
@@ -357,7 +357,7 @@ def logins(port, bob, failed=1000):
             kind = "near" if n % 2 == 0 else "far"
             token = bob[:-1] + ("A" if bob[-1] != "A" else "B") if kind == "near" else "Z" * len(bob)
             started = time.perf_counter()
-            status, _, body = call(port, "GET", "/v1/messages", token, connection=connection)
+            status, _, body = call(port, "GET", "/v2/messages", token, connection=connection)
             attempt_times[kind].append(time.perf_counter() - started)
             refused.append(status == 401 and body["error"]["code"] == "unauthorized")
         connection.close()
