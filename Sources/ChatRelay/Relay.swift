@@ -93,6 +93,7 @@ public final class Relay: @unchecked Sendable {
   /// The handler's answer: given at once when it reports no write, else held until the
   /// turn's commit.
   func answer(_ request: HTTPRequest) -> HTTPResponse? {
+    sweepIfDue(now: now())
     let response = respond(to: request)
     guard let group = store.openGroup else { return response }
     effects.append(HeldEffect(kind: .answer(request.exchange, response), group: group))
@@ -229,7 +230,6 @@ public final class Relay: @unchecked Sendable {
         "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
     }
     let now = self.now()
-    sweepIfDue(now: now)
     var createdAt = Timestamp.string(milliseconds: now)
     if let given = body.createdAt {
       guard let ms = Timestamp.milliseconds(from: given) else {

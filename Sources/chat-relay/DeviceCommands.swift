@@ -28,7 +28,8 @@ enum DeviceAddCommand: ParsableCommand {
   static let discussion: String? = """
     Each device of a user has its own token, shown once (the relay keeps only its \
     SHA-256), and numbers its own requests. Give the token to the device's chat-sync \
-    (--token); its other devices keep theirs.
+    (CHAT_SYNC_TOKEN or --token-file); its other devices keep theirs. The device's \
+    first chat-sync run fetches the history the relay retains (serve --retention-days).
     """
 
   static let examples = [

@@ -17,7 +17,6 @@ enum ServeCommand: ParsableCommand {
 
   static let examples = [
     "chat-relay serve --db relay.db",
-    "chat-relay serve --db relay.db --port 0 --ping-seconds 20",
     "chat-relay serve --db relay.db --retention-days 0",
     "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
   ]

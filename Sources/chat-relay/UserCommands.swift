@@ -10,7 +10,7 @@ enum UserAddCommand: ParsableCommand {
   static let abstract = "Add a user with their first device; prints its new token as the last line."
   static let discussion: String? = """
     The token is shown once: the relay keeps only its SHA-256. Give it to chat-sync \
-    (--token). A user id is a positive 64-bit integer, as in chats-<id>.db. The token \
+    (CHAT_SYNC_TOKEN or --token-file). A user id is a positive 64-bit integer, as in chats-<id>.db. The token \
     belongs to the user's first device (named 'first device'); 'chat-relay device add' \
     gives them more.
     """

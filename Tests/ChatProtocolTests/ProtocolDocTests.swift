@@ -155,7 +155,7 @@ import Testing
     WireType(ErrorBody(error: .init(code: "bad_request", message: "m", field: "toUserId"))),
     WireType(MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: "2026-01-31T12:00:00.000Z")),
     WireType(MessagePostAnswer(message: message, fromMessageRequestId: 7)),
-    WireType(MessagesPage(messages: [message], hasMore: false, statusUpdates: [update])),
+    WireType(MessagesPage(messages: [message], hasMore: false, statusUpdates: [update], cursor: 1)),
     WireType(UserList(users: [user])), WireType(TokenOwner(user: user, device: DeviceInfo(id: 3, name: "laptop"))),
     WireType(Health()),
     WireType(PushNotice(toUserId: 2, messageId: 9, fromUserId: 1, unread: 3)),
@@ -164,7 +164,7 @@ import Testing
   /// A value of each server → client event type, by type.
   static let serverEvents: [String: ServerEvent] = Dictionary(
     uniqueKeysWithValues: [
-      ServerEvent.newMessage(message), .messageDelivered(update), .messageRead(update),
+      ServerEvent.newMessage(message), .messageDelivered(update), .messageRead(update), .conversationRead(update),
       .contactStatusUpdate(
         ContactStatus(userId: 2, online: true, lastSeenAt: nil, typing: true, typingExpiresInMs: 5_000)),
       .deliveryAcknowledged(MessageIDs(messageIds: [9])), .readAcknowledged(ReadMark(conversationId: 2, upTo: 9)),
@@ -176,6 +176,7 @@ import Testing
     uniqueKeysWithValues: [
       ClientEvent.deliveryAck(MessageIDs(messageIds: [9])), .read(ReadMark(conversationId: 2, upTo: 9)),
       .typing(TypingSignal(toUserId: 2, typing: true)), .updatesAck(UpdatesMark(upTo: 12)),
+      .syncAck(SyncMark(lastSyncedMessage: 9, lastSyncedUpdate: 12)),
     ].map { ($0.type, $0) })
 
   // MARK: - Checks

@@ -75,7 +75,7 @@ import Testing
     #expect(retry["status"] as? Int == 201 && retry["replayed"] as? Bool == true)
     #expect(retry["messageId"] as? Int == id)
 
-    // Bob acknowledges: the message is gone from the relay, the requestId still names it.
+    // Bob acknowledges: the message is delivered (it stays in both logs), the requestId still names it.
     let ack = try Self.python(["ack", String(second.port), alice, bob, String(id)])
     #expect(ack.status == 0, "\(ack.stderr)")
     #expect(try Self.inbox(second.port, bob) == [])

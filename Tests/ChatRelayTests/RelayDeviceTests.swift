@@ -35,7 +35,7 @@ import Testing
         #expect(Int(try db.int64("PRAGMA user_version") ?? 0) == 1)
       }
       let store = try RelayStore(path: path)
-      #expect(try store.schemaVersion() == 2)
+      #expect(try store.schemaVersion() == RelaySchema.latestVersion)
       #expect(try store.authenticate(token: "token of ada") == RelayCredential(user: 1, device: 1))
       #expect(try store.authenticate(token: "token of grace") == RelayCredential(user: 2, device: 2))
       let devices = try store.devices(of: 1)

@@ -30,10 +30,13 @@ import Testing
       let update = RelayStatusUpdate(
         sequence: 12, userId: 1, type: kind, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z")
       #expect(Self.rendered(update.json) == WireJSON.encode(update.update))
-      #expect(
-        Array(Relay.event(update.kind.rawValue, update.json).utf8)
-          == WireJSON.encode(
-            kind == .messageRead ? ServerEvent.messageRead(update.update) : .messageDelivered(update.update)))
+      let event: ServerEvent =
+        switch kind {
+        case .messageRead: .messageRead(update.update)
+        case .messageDelivered: .messageDelivered(update.update)
+        case .conversationRead: .conversationRead(update.update)
+        }
+      #expect(Array(Relay.event(update.kind.rawValue, update.json).utf8) == WireJSON.encode(event))
       let page = MessagesPage(messages: [message, message], hasMore: true, statusUpdates: [update.update])
       #expect(Self.rendered(page.json) == WireJSON.encode(page))
     }

@@ -266,7 +266,7 @@ def missing():
     try:
         have = [row[0] for row in query(clients[2].db, "SELECT content FROM Messages WHERE to_user_id = 2")]
         outbox = query(clients[1].db, "SELECT count(*) FROM MessageRequests")[0][0]
-        undelivered = query(relay_db, "SELECT count(*) FROM RelayMessages WHERE to_user_id = 2")[0][0]
+        undelivered = query(relay_db, "SELECT count(*) FROM RelayMessages WHERE to_user_id = 2 AND delivered_at IS NULL")[0][0]
     except sqlite3.Error as e:
         return expected, 0, 0, [str(e)]
     doubles = [c for c in set(have) if have.count(c) > 1]

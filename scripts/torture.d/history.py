@@ -806,7 +806,7 @@ def main():
             try:
                 con = sqlite3.connect(f"file:{relay_db}?mode=ro", uri=True, timeout=10)
                 try:
-                    return con.execute("SELECT id, from_user_id, to_user_id FROM RelayMessages ORDER BY id").fetchall()
+                    return con.execute("SELECT id, from_user_id, to_user_id FROM RelayMessages WHERE delivered_at IS NULL ORDER BY id").fetchall()
                 finally:
                     con.close()
             except sqlite3.Error as e:

@@ -8,9 +8,12 @@ extension ServiceCore {
     let connection = connection(wsi)
     guard let request = RequestHead.read(wsi) else { return -1 }
     guard request.path == socketPath else {
-      refuse(
-        wsi, connection, request, .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path."),
-        started: started)
+      // A version-1 client's socket gets the same answer as its HTTP requests (410).
+      let answer: HTTPResponse =
+        request.path.hasPrefix("/v1/")
+        ? APIError.versionGone.response
+        : .jsonError(status: 404, code: "not_found", message: "No WebSocket at this path.")
+      refuse(wsi, connection, request, answer, started: started)
       return -1
     }
     let authorized: RelayCredential?

@@ -542,6 +542,9 @@ public actor SyncEngine {
       guard ids.count == 500, let last = ids.last else { break }
       after = last
     }
+    // The relay learns where the catch-up left this device (its acknowledged place).
+    syncAckDirty = true
+    flush()
     log("sync: \(pages) page(s); cursor \(try repository.syncCursor().messages)")
   }
 

@@ -75,11 +75,15 @@ async def main():
         assert status == 201, body
         message = body["message"]
         assert body["fromMessageRequestId"] == 7
-        assert set(message) == {"messageId", "fromUserId", "toUserId", "content", "status", "createdAt"}, message
+        # The sender's answer also names its device, request and place in its log (version 2).
+        assert set(message) == {"messageId", "fromUserId", "toUserId", "content", "status", "createdAt",
+                                "fromDeviceId", "requestId", "previousId"}, message
+        assert (message["fromDeviceId"], message["requestId"], message["previousId"]) == (1, 7, 0), message
         assert (message["fromUserId"], message["toUserId"], message["content"], message["status"]) == (1, 2, "Hi 👋 你好", "SYNCED")
         assert message["createdAt"] == "2026-01-31T12:00:00.000Z", message
         received = await next_event(bob, "new_message")
-        assert received == message, (received, message)
+        # The recipient's copy: no device or request id of the sender's, its place in Bob's log.
+        assert received == {k: v for k, v in message.items() if k not in ("fromDeviceId", "requestId")}, (received, message)
 
         # A retry with the same requestId is the same message, marked replayed; a reuse for another message is 409.
         status, headers, again = http("POST", "/v2/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
@@ -98,13 +102,14 @@ async def main():
         status, _, sync = http("GET", f"/v2/messages?lastSyncedMessage={message['messageId']}", token=BOB)
         assert [m["messageId"] for m in sync["messages"]] == [second["message"]["messageId"]] and sync["hasMore"] is False, sync
 
-        # Delivery acknowledgement: gone from the relay, the sender hears message_delivered.
+        # Delivery acknowledgement: delivered (it stays in both logs), the sender hears message_delivered.
         await bob.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": [message["messageId"], second["message"]["messageId"]]}}))
         delivered = await next_event(alice, "message_delivered")
         assert delivered["messageId"] in (message["messageId"], second["message"]["messageId"]) and delivered["conversationId"] == 2, delivered
         await next_event(alice, "message_delivered")
         status, _, sync = http("GET", "/v2/messages", token=BOB)
-        assert sync["messages"] == [], sync
+        assert [m["status"] for m in sync["messages"]] == ["DELIVERED", "DELIVERED"], sync
+        assert sync["cursor"] == second["message"]["messageId"], sync
 
         # A retry after delivery still gets the same message.
         status, _, late = http("POST", "/v2/messages", token=ALICE, body={"requestId": 7, "toUserId": 2, "content": "Hi 👋 你好"})
@@ -114,6 +119,11 @@ async def main():
         await bob.send(json.dumps({"type": "read", "payload": {"conversationId": 1, "upTo": second["message"]["messageId"]}}))
         read = await next_event(alice, "message_read")
         assert read["messageId"] == second["message"]["messageId"] and read["conversationId"] == 2, read
+        # The reader's own devices (this socket too) learn the conversation was read.
+        mine = await next_event(bob, "conversation_read")
+        assert mine["messageId"] == second["message"]["messageId"] and mine["conversationId"] == 1, mine
+        status, _, sync = http("GET", "/v2/messages", token=BOB)
+        assert [m["status"] for m in sync["messages"]] == ["READ", "READ"], sync
         await bob.send(json.dumps({"type": "typing", "payload": {"toUserId": 1, "typing": True}}))
         typing = await next_event(alice, "contact_status_update")
         while not typing["typing"]:
