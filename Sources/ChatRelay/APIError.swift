@@ -26,7 +26,8 @@ struct APIError: Error {
   static let versionGone = APIError(
     status: 410, code: "version_unsupported",
     message:
-      "this relay speaks protocol version 2 (paths under /v2/, a log per user with a cursor per device); update the client")
+      "this relay speaks protocol version 2 (paths under /v2/, a log per user with a cursor per device); update the client"
+  )
   static func methodNotAllowed(_ allow: String) -> APIError {
     APIError(status: 405, code: "method_not_allowed", message: "use \(allow)", headers: [("Allow", allow)])
   }

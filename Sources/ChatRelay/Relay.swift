@@ -429,7 +429,8 @@ public final class Relay: @unchecked Sendable {
           announce(user, online: true, typing: typing.typing, only: typing.toUserId)
         }
       case .updatesAck(let ack):
-        try store.acknowledgeSync(user: user, device: owner.device, messages: 0, updates: ack.upTo, retention: retention)
+        try store.acknowledgeSync(
+          user: user, device: owner.device, messages: 0, updates: ack.upTo, retention: retention)
       case .syncAck(let mark):
         try store.acknowledgeSync(
           user: user, device: owner.device, messages: mark.lastSyncedMessage, updates: mark.lastSyncedUpdate,

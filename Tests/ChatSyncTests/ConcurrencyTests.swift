@@ -310,7 +310,8 @@ func relayIDs(_ relay: RelayProcess, to user: Int64) throws -> [Int64] {
 
 /// Messages for `user` the relay still waits to see acknowledged.
 func relayUnacknowledged(_ relay: RelayProcess, to user: Int64) throws -> Int64 {
-  try Database(path: relay.db, mode: .readOnly).int64("SELECT count(*) FROM RelayMessages WHERE to_user_id = ? AND delivered_at IS NULL", [user])
+  try Database(path: relay.db, mode: .readOnly).int64(
+    "SELECT count(*) FROM RelayMessages WHERE to_user_id = ? AND delivered_at IS NULL", [user])
     ?? 0
 }
 

@@ -142,7 +142,8 @@ extension RelayStore {
       }
       let hasMore = messages.count > limit
       if hasMore { messages.removeLast() }
-      let next = hasMore ? messages.last?.messageId ?? cursor : max(cursor, try db.int64(RelayQuery.logHead, [user]) ?? 0)
+      let next =
+        hasMore ? messages.last?.messageId ?? cursor : max(cursor, try db.int64(RelayQuery.logHead, [user]) ?? 0)
       return (messages, hasMore, next)
     }
   }

@@ -212,7 +212,6 @@ public final class ChatRepository {
     }
   }
 
-
   /// Stores one message.
   public func receive(_ message: Message) throws { try receive([message]) }
 
