@@ -2,8 +2,9 @@
 /// takes their SQL from here, and a test checks with `EXPLAIN QUERY PLAN` that each
 /// reaches its rows by an index or primary key, never by scanning a table.
 ///
-/// Left out: plain `INSERT`s (no plan) and `removeUser`'s clean-up, a rare
-/// administrative call that may scan.
+/// Left out: plain `INSERT`s (no plan), `removeUser`'s clean-up (a rare administrative
+/// call that may scan) and `slowestDeviceOfEachUser`, read by the retention-0 sweep once
+/// a minute over every user's devices.
 /// See <https://sqlite.org/eqp.html>.
 enum RelayQuery {
   static let userExists = "SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)"
@@ -57,6 +58,9 @@ enum RelayQuery {
   /// The lowest acknowledged places among a user's devices (NULL when they have none).
   static let slowestDevice =
     "SELECT min(synced_message), min(synced_update) FROM RelayDevices WHERE user_id = ?"
+  /// Every user with a device, and the lowest acknowledged message among their devices.
+  static let slowestDeviceOfEachUser =
+    "SELECT user_id, min(synced_message) FROM RelayDevices GROUP BY user_id ORDER BY user_id"
   /// Drops a user's updates every device of theirs has stored.
   static let dropStatusUpdates = "DELETE FROM RelayStatusUpdates WHERE user_id = ? AND sequence <= ?"
   /// Retention 0: messages a user received (or sent) that every device of both parties

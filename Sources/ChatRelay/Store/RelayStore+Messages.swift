@@ -163,19 +163,25 @@ extension RelayStore {
         let slowestMessage = slowest.0, let slowestUpdate = slowest.1
       else { return }
       try db.execute(RelayQuery.dropStatusUpdates, [user, slowestUpdate])
-      if retention == .untilAcknowledged {
-        try db.execute(RelayQuery.dropAcknowledgedReceived, [user, slowestMessage])
-        try db.execute(RelayQuery.dropAcknowledgedSent, [user, slowestMessage])
-      }
+      if retention == .untilAcknowledged { try dropAcknowledged(of: user, upTo: slowestMessage, db) }
     }
+  }
+
+  /// Retention 0: deletes `user`'s messages up to `slowest` (their slowest device's place)
+  /// that every device of the other party acknowledged too.
+  private func dropAcknowledged(of user: Int64, upTo slowest: Int64, _ db: Database) throws {
+    try db.execute(RelayQuery.dropAcknowledgedReceived, [user, slowest])
+    try db.execute(RelayQuery.dropAcknowledgedSent, [user, slowest])
   }
 
   /// Deletes what the retention window no longer keeps, at most `batch` messages (and as
   /// many updates and push records) a call: messages made before `now - window`
   /// (`window` is ``Retention/longestHold`` for `.untilAcknowledged`), the status updates
   /// and push records recorded before it, and the idempotency records older than
-  /// `idempotencyWindow` whose message is gone. Returns the messages deleted: a full
-  /// `batch` says more may be left.
+  /// `idempotencyWindow` whose message is gone. With `.untilAcknowledged` it also deletes,
+  /// for every user, the messages all devices of both parties acknowledged: what a removed
+  /// device held is released here, without waiting for another device to acknowledge.
+  /// Returns the messages deleted by age: a full `batch` says more may be left.
   @discardableResult
   public func sweep(now: Int64, retention: Retention, idempotencyWindow: Int64, batch: Int = 10_000) throws -> Int {
     let cutoff = now - retention.window
@@ -192,6 +198,11 @@ extension RelayStore {
         try db.execute(RelayQuery.dropPushesUpTo, [last.0])
       }
       try db.execute(RelayQuery.forgetRequests, [MessageID.lowerBound(milliseconds: now - idempotencyWindow)])
+      if retention == .untilAcknowledged {
+        for (user, slowest) in try db.query(RelayQuery.slowestDeviceOfEachUser, [], { ($0.int64(0), $0.int64(1)) }) {
+          try dropAcknowledged(of: user, upTo: slowest, db)
+        }
+      }
       return messages
     }
   }

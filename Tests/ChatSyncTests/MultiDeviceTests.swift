@@ -1,0 +1,203 @@
+import ChatStore
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ChatSync
+
+/// One device of a user: its own data folder, file, outbox and token.
+final class Device {
+  let user: Int64
+  let name: String
+  let folder: String
+  let token: String
+  let relay: RelayProcess
+  private(set) var running: Background?
+  private var runs = 0
+
+  /// The user's first device (the token `user add` printed) or a new one (`device add`).
+  init(user: Int64, name: String, token: String? = nil, relay: RelayProcess, folder: String) throws {
+    self.user = user
+    self.name = name
+    self.relay = relay
+    self.folder = folder + "/user\(user)-\(name)"
+    if let token {
+      self.token = token
+    } else {
+      self.token = try relay.addDevice(user: user, name: name).token
+    }
+    try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
+  }
+
+  var db: String { folder + "/chats-\(user).db" }
+  var environment: [String: String] { ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": token] }
+
+  func cli(_ arguments: [String]) throws -> Output {
+    try tool(
+      "chat-sync", [arguments[0], "--data-dir", folder, "--user", String(user)] + arguments.dropFirst(),
+      environment: environment)
+  }
+
+  func start() throws {
+    runs += 1
+    running = try Background(
+      "chat-sync", ["run", "--data-dir", folder, "--user", String(user)], log: folder + "/run-\(runs).log",
+      environment: environment)
+  }
+
+  /// SIGTERM (or `signal`); returns the exit status.
+  @discardableResult
+  func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+    guard let running else { return 0 }
+    self.running = nil
+    return running.stop(signal)
+  }
+
+  var log: String { running?.logText ?? "" }
+
+  func count(_ sql: String) throws -> Int64 {
+    guard FileManager.default.fileExists(atPath: db) else { return 0 }
+    let database = try Database(path: db, mode: .readOnly)
+    guard try database.int64("PRAGMA user_version") == Int64(Migration.shipped.count) else { return 0 }
+    return try database.int64(sql) ?? 0
+  }
+
+  /// Every message of the file: id, sender, content, status, in id order.
+  func messages() throws -> [(id: Int64, from: Int64, content: String, status: String)] {
+    try Database(path: db, mode: .readOnly).query(
+      "SELECT id, from_user_id, content, status FROM Messages ORDER BY id", []
+    ) { ($0.int64(0), $0.int64(1), $0.string(2), $0.string(3)) }
+  }
+}
+
+extension RelayProcess {
+  /// `chat-relay device add`: the new device's id and token.
+  func addDevice(user: Int64, name: String) throws -> (id: Int64, token: String) {
+    let out = try tool("chat-relay", ["device", "add", "--db", db, "--user", String(user), "--name", name, "--json"])
+    let envelope = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+    let files = envelope?["files"] as? [[String: Any]]
+    guard out.status == 0, let result = files?.first?["result"] as? [String: Any],
+      let id = result["deviceId"] as? Int, let token = result["token"] as? String
+    else { throw TestFailure("device add: \(out.stdout) \(out.stderr)") }
+    return (Int64(id), token)
+  }
+}
+
+/// Issue 27: every device of a user gets every message its user sent or received, through
+/// the relay's faults and kill -9s, with the same ids in the same order everywhere.
+@Suite(.serialized, .ownThreads) struct MultiDeviceTests {
+  @Test func everyDeviceOfBothUsersGetsEveryMessageExactlyOnce() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(
+        folder: folder,
+        faults: ["--faults", "drop-response=0.1,duplicate-event=0.1,close-socket=0.005", "--faults-seed", "27"])
+      defer { relay.stop() }
+      let adaToken = try relay.addUser(1, "Ada")
+      let bobToken = try relay.addUser(2, "Bob")
+      let adaPhone = try Device(user: 1, name: "phone", token: adaToken, relay: relay, folder: folder)
+      let adaLaptop = try Device(user: 1, name: "laptop", relay: relay, folder: folder)
+      let adaTablet = try Device(user: 1, name: "tablet", relay: relay, folder: folder)
+      let bobPhone = try Device(user: 2, name: "phone", token: bobToken, relay: relay, folder: folder)
+      let bobLaptop = try Device(user: 2, name: "laptop", relay: relay, folder: folder)
+      let devices = [adaPhone, adaLaptop, adaTablet, bobPhone, bobLaptop]
+      defer { devices.forEach { $0.stop(SIGKILL) } }
+
+      // Each device writes its share: its first message through `send` (which makes the
+      // file and the contact), the rest into its outbox while everything runs.
+      let shares = [(adaPhone, 150), (adaLaptop, 100), (adaTablet, 50), (bobPhone, 100), (bobLaptop, 100)]
+      let total = shares.reduce(0) { $0 + $1.1 }
+      for (device, _) in shares {
+        let to = device.user == 1 ? "2" : "1"
+        #expect(try device.cli(["send", "--to", to, "\(device.user)-\(device.name)-000"]).status == 0)
+      }
+      for device in devices { try device.start() }
+      for round in 0..<10 {
+        for (device, count) in shares {
+          let outbox = try ChatRepository.open(user: device.user, in: device.folder)
+          let step = count / 10
+          for i in max(1, round * step)..<((round + 1) * step) {
+            _ = try outbox.send(
+              to: device.user == 1 ? 2 : 1, content: String(format: "%d-%@-%03d", device.user, device.name, i))
+          }
+          _ = Nudge.send("outbox", to: device.db)
+        }
+        if round == 3 { try relay.kill9AndRestart() }
+        if round == 6 {
+          // A device's run dies mid-way and comes back.
+          bobLaptop.stop(SIGKILL)
+          try bobLaptop.start()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+      }
+      let arrived = try await waitUntil(180) {
+        try devices.allSatisfy {
+          try $0.count("SELECT count(*) FROM Messages") == total
+            && $0.count("SELECT count(*) FROM MessageRequests") == 0
+        }
+      }
+      let counts = try devices.map { "\($0.user)/\($0.name): \(try $0.count("SELECT count(*) FROM Messages"))" }
+      #expect(arrived, "messages per device: \(counts); Ada's phone: \(adaPhone.log.suffix(2_000))")
+
+      // The same ids, senders and contents, in the same order, on every device.
+      let reference = try adaPhone.messages().map { "\($0.id) \($0.from) \($0.content)" }
+      #expect(reference.count == total && Set(reference).count == total)
+      for device in devices.dropFirst() {
+        #expect(
+          try device.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference,
+          "\(device.user)/\(device.name) differs from Ada's phone")
+      }
+      // Own messages sent elsewhere are there as sent, with no request id of this device.
+      #expect(try adaLaptop.count("SELECT count(*) FROM Messages WHERE from_user_id = 1") == 300)
+      #expect(
+        try adaLaptop.count(
+          "SELECT count(*) FROM Messages WHERE from_user_id = 1 AND request_id IS NOT NULL AND content NOT LIKE '1-laptop-%'"
+        )
+          == 0)
+
+      // Bob reads on his laptop: his phone's unread count clears, and every device of Ada
+      // shows her messages READ.
+      #expect(try bobLaptop.cli(["read", "--with", "1"]).status == 0)
+      let read = try await waitUntil(60) {
+        try bobPhone.count("SELECT count(*) FROM Messages WHERE from_user_id = 1 AND status <> 'READ'") == 0
+          && [adaPhone, adaLaptop, adaTablet].allSatisfy {
+            try $0.count("SELECT count(*) FROM Messages WHERE from_user_id = 1 AND status <> 'READ'") == 0
+          }
+      }
+      #expect(read, "Bob's phone: \(bobPhone.log.suffix(1_500))")
+      // And Bob's messages are delivered on both of Bob's devices.
+      #expect(
+        try await waitUntil(60) {
+          try [bobPhone, bobLaptop].allSatisfy {
+            try $0.count("SELECT count(*) FROM Messages WHERE from_user_id = 2 AND status = 'SYNCED'") == 0
+          }
+        })
+
+      // A device added now gets the whole history the relay retains, and every status.
+      let bobTablet = try Device(user: 2, name: "tablet", relay: relay, folder: folder)
+      try bobTablet.start()
+      defer { bobTablet.stop(SIGKILL) }
+      #expect(try await waitUntil(60) { try bobTablet.count("SELECT count(*) FROM Messages") == total })
+      #expect(try bobTablet.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference)
+      #expect(try bobTablet.count("SELECT count(*) FROM Messages WHERE from_user_id = 1 AND status <> 'READ'") == 0)
+      #expect(try bobTablet.count("SELECT count(*) FROM MessageRequests") == 0, "it resends nothing")
+
+      // Removing a device: its run is refused (401) and stops; the others go on.
+      let list = try tool("chat-relay", ["device", "list", "--db", relay.db, "--user", "1", "--json"])
+      let tabletID = try #require(
+        (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]).flatMap {
+          (($0["files"] as? [[String: Any]])?.first?["result"] as? [String: Any])?["devices"] as? [[String: Any]]
+        }?.first { $0["name"] as? String == "tablet" }?["id"] as? Int)
+      let removed = try tool(
+        "chat-relay", ["device", "remove", "--db", relay.db, "--user", "1", "--device", String(tabletID)])
+      #expect(removed.status == 0, "\(removed.stderr)")
+      #expect(await waitUntil(30) { !(adaTablet.running?.process.isRunning ?? false) })
+      #expect(adaTablet.stop() != 0, "a refused token ends the run with an error")
+
+      for device in devices + [bobTablet] where device !== adaTablet { #expect(device.stop() == 0) }
+      for device in devices + [bobTablet] {
+        let check = try tool("chatdb", ["check", "--full", "--db", device.db])
+        #expect(check.status == 0, "chatdb check --full \(device.db): \(check.stdout) \(check.stderr)")
+      }
+    }
+  }
+}
