@@ -19,13 +19,16 @@ enum ImportCommand: ParsableCommand {
     when nothing was committed. Whose history it is comes from --user, else the file \
     name chats-<id>.db, else the owner recorded in the file, else the export's header \
     (--user may name the owner of a --db file). A bad header is never skipped. Content \
-    is limited to \(maximumContentBytes) bytes.
+    is limited to \(maximumContentBytes) bytes. A new device of a user takes the history \
+    older than the relay keeps from another device's export with --other-device: that \
+    device's outbox stays its own, and messages are keyed by the relay's ids, so what \
+    this device's sync stored already is not duplicated.
     """
 
   static let examples = [
     "chatdb import --user 42 history.ndjson.zst",
     "zstd -dc history.ndjson.zst | chatdb import --user 42 -",
-    "chatdb import --user 42 --skip-bad-records --rejects rejects.ndjson history.ndjson",
+    "chatdb import --user 42 --other-device phone-history.ndjson.zst",
   ]
 
   struct Options: ParsableOptions {
@@ -34,6 +37,7 @@ enum ImportCommand: ParsableCommand {
     var batchSize: Int
     var skipBadRecords: Bool
     var rejects: String?
+    var otherDevice: Bool
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: false)
       batchSize =
@@ -47,6 +51,11 @@ enum ImportCommand: ParsableCommand {
         "--rejects", valueName: "file",
         help: "With --skip-bad-records: write each rejected line, its number and reason here.",
         parse: Parse.path)
+      otherDevice = o.flag(
+        "--other-device",
+        help:
+          "The file is another device's export of the same user: import its users and messages, not its outbox (that device sends it)."
+      )
       input = o.argument("file", help: "The NDJSON file, or '-' for standard input.") ?? ""
     }
     func validate() throws {
@@ -176,12 +185,13 @@ enum ImportCommand: ParsableCommand {
       Result(
         input: input, owner: resolvedOwner, records: summary.records, users: summary.users,
         messages: summary.messages, requests: summary.requests, unchanged: summary.unchanged,
-        rejected: summary.rejected, batches: summary.batches, bytesIn: summary.bytesIn, seconds: elapsed,
-        rejects: options.rejects, created: created),
+        rejected: summary.rejected, otherDevice: summary.otherDevice, batches: summary.batches,
+        bytesIn: summary.bytesIn, seconds: elapsed, rejects: options.rejects, created: created),
       text:
         "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
         + "\(summary.messages) messages, \(summary.users) users, \(summary.requests) requests changed; "
         + "\(summary.unchanged) already there; \(summary.rejected) rejected"
+        + (options.otherDevice ? "; \(summary.otherDevice) outbox requests left to the other device" : "")
         + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
       totals: ["records": summary.records, "messages": summary.messages])
   }
@@ -199,6 +209,7 @@ enum ImportCommand: ParsableCommand {
     var importerOptions = HistoryImporter.Options()
     importerOptions.batchSize = options.batchSize
     importerOptions.skipBadRecords = options.skipBadRecords
+    importerOptions.fromOtherDevice = options.otherDevice
     let importer = try HistoryImporter(database: db, owner: resolvedOwner, options: importerOptions)
     let summary = try importer.run(source, rejects: rejectsSink) {
       progress.update(completed: $0.records, total: expected, bytes: $0.bytesIn)
@@ -219,6 +230,8 @@ enum ImportCommand: ParsableCommand {
     /// Records the file already held as they are.
     var unchanged: Int64
     var rejected: Int64
+    /// `--other-device`: the other device's outbox requests, not imported.
+    var otherDevice: Int64
     var batches: Int64
     var bytesIn: Int64
     var seconds: Double
@@ -230,7 +243,8 @@ enum ImportCommand: ParsableCommand {
     static var example: Result {
       Result(
         input: "history.ndjson.zst", owner: 42, records: 100_250, users: 200, messages: 100_000, requests: 50,
-        unchanged: 0, rejected: 2, batches: 21, bytesIn: 31_457_280, seconds: 1.84, rejects: "rejects.ndjson",
+        unchanged: 0, rejected: 2, otherDevice: 0, batches: 21, bytesIn: 31_457_280, seconds: 1.84,
+        rejects: "rejects.ndjson",
         created: true)
     }
   }

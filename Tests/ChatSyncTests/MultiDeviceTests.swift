@@ -194,6 +194,25 @@ extension RelayProcess {
       #expect(adaTablet.stop() != 0, "a refused token ends the run with an error")
 
       for device in devices + [bobTablet] where device !== adaTablet { #expect(device.stop() == 0) }
+
+      // Older history from another device: Ada's phone's export (with a request still in its
+      // outbox) imported on a new device, whose first sync then overlaps it entirely.
+      _ = try ChatRepository.open(user: 1, in: adaPhone.folder).send(to: 2, content: "queued on the phone")
+      let export = folder + "/phone.ndjson.zst"
+      #expect(try tool("chatdb", ["export", "--db", adaPhone.db, "--output", export]).status == 0)
+      let adaDesktop = try Device(user: 1, name: "desktop", relay: relay, folder: folder)
+      let imported = try tool("chatdb", ["import", "--db", adaDesktop.db, "--user", "1", "--other-device", export])
+      #expect(imported.status == 0, "\(imported.stderr)")
+      #expect(imported.stdout.contains("1 outbox requests left to the other device"), "\(imported.stdout)")
+      #expect(try adaDesktop.count("SELECT count(*) FROM Messages WHERE request_id IS NOT NULL") == 0)
+      try adaDesktop.start()
+      defer { adaDesktop.stop(SIGKILL) }
+      #expect(await waitUntil(60) { adaDesktop.log.contains("sync: ") })
+      #expect(adaDesktop.stop() == 0)
+      #expect(try adaDesktop.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference, "nothing doubled")
+      #expect(try adaDesktop.count("SELECT count(*) FROM MessageRequests") == 0, "the phone's request is the phone's")
+      let check = try tool("chatdb", ["check", "--full", "--db", adaDesktop.db])
+      #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
       for device in devices + [bobTablet] {
         let check = try tool("chatdb", ["check", "--full", "--db", device.db])
         #expect(check.status == 0, "chatdb check --full \(device.db): \(check.stdout) \(check.stderr)")

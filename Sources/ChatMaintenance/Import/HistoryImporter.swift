@@ -13,6 +13,8 @@ public struct ImportSummary: Sendable, Equatable {
   public var unchanged: Int64 = 0
   /// Records rejected with `skipBadRecords`.
   public var rejected: Int64 = 0
+  /// Outbox requests of another device, left to it (`fromOtherDevice`).
+  public var otherDevice: Int64 = 0
   /// Batches committed.
   public var batches: Int64 = 0
   /// Bytes read from the input (compressed bytes for zstd).

@@ -24,6 +24,11 @@ public final class RecordWriter {
     /// Judge each record on its own (an import that skips bad records): messages are
     /// inserted one by one instead of `rowsPerInsert` at a time.
     public var skipBadRecords = false
+    /// The history comes from another device of the same user (its `chatdb export`):
+    /// its outbox stays that device's to send (requests are counted in `otherDevice`,
+    /// not imported), and its messages' request ids, which number that device's
+    /// requests, are dropped.
+    public var fromOtherDevice = false
     public init() {}
   }
 
@@ -297,6 +302,10 @@ public final class RecordWriter {
         if pendingMessages.count == Self.rowsPerInsert { try flushMessages() }
       }
     case .request(let r):
+      if options.fromOtherDevice {
+        summary.otherDevice += 1
+        return
+      }
       // A request whose message is already here was acknowledged: nothing to keep.
       if try acknowledgedRequest.first([owner, r.requestID], { _ in true }) == true {
         summary.unchanged += 1
@@ -332,7 +341,8 @@ public final class RecordWriter {
     try statement.bind(m.status.rawValue, at: base + 5)
     try statement.bind(m.createdAt, at: base + 6)
     try statement.bind(m.conversationID(owner: owner), at: base + 7)
-    try statement.bind((m.fromUserID == owner ? m.requestID : nil).databaseValue, at: base + 8)
+    try statement.bind(
+      (m.fromUserID == owner && !options.fromOtherDevice ? m.requestID : nil).databaseValue, at: base + 8)
   }
 
   /// Inserts one message; a message already there can only move its status forward.
