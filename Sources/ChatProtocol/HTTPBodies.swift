@@ -36,6 +36,51 @@ public struct MessagePostAnswer: Sendable, Hashable, Codable {
   }
 }
 
+/// The body of `POST /v2/messages/batch`: several messages of one device, in the order
+/// they are to be stored (at most 100).
+///
+/// `{"messages": [{"requestId": 7, "toUserId": 2, "content": "Hi"}, {"requestId": 8, "toUserId": 2, "content": "there"}]}`
+public struct MessageBatchPost: Sendable, Hashable, Codable {
+  /// The messages, each as `POST /v2/messages` takes it.
+  public var messages: [MessagePost]
+
+  /// A batch.
+  public init(messages: [MessagePost]) { self.messages = messages }
+}
+
+/// The `200` answer to `POST /v2/messages/batch`: one result per message, in the order given.
+public struct MessageBatchAnswer: Sendable, Hashable, Codable {
+  /// The results, in the body's order.
+  public var results: [MessageBatchResult]
+
+  /// An answer.
+  public init(results: [MessageBatchResult]) { self.results = results }
+}
+
+/// One message's result in a batch: the message (as `POST /v2/messages` answers it), or
+/// the error its own `POST` would have had.
+///
+/// `{"fromMessageRequestId": 7, "message": {…}, "replayed": false}` or
+/// `{"fromMessageRequestId": 9, "error": {"code": "not_found", "message": "toUserId 99 does not exist"}}`
+public struct MessageBatchResult: Sendable, Hashable, Codable {
+  /// The message's `requestId`.
+  public var fromMessageRequestId: Int64
+  /// The stored message; nil when refused.
+  public var message: RelayMessage?
+  /// Whether the relay had it already (a retry), as `Idempotent-Replayed` says for one.
+  public var replayed: Bool?
+  /// Why this message was refused; nil when stored.
+  public var error: ErrorBody.Detail?
+
+  /// A result.
+  public init(fromMessageRequestId: Int64, message: RelayMessage?, replayed: Bool?, error: ErrorBody.Detail?) {
+    self.fromMessageRequestId = fromMessageRequestId
+    self.message = message
+    self.replayed = replayed
+    self.error = error
+  }
+}
+
 /// One page of `GET /v2/messages`: messages to the caller, and updates of its sent ones.
 public struct MessagesPage: Sendable, Hashable, Codable {
   /// The messages after the cursor, in id order.

@@ -166,6 +166,8 @@ public final class Relay: @unchecked Sendable {
       case "/v2/messages":
         if request.method == "POST" { return try postMessage(request, from: owner) }
         return try only("GET", request, allow: "GET, POST") { try sync(request, for: owner) }
+      case "/v2/messages/batch":
+        return try only("POST", request) { try postBatch(request, from: owner) }
       case "/v2/me":
         // Whose token this is: a client checks it before it sends anything as that user.
         return try only("GET", request) {
@@ -181,14 +183,18 @@ public final class Relay: @unchecked Sendable {
       default:
         throw APIError.notFound("no such path: \(request.path)")
       }
-    } catch let error as APIError {
-      return error.response
-    } catch let error as RequestIDConflict {
-      return APIError.conflict(error.description).response
-    } catch let error as StoreError {
-      return APIError(error).response
     } catch {
-      return APIError.internal("\(error)").response
+      return Self.apiError(error).response
+    }
+  }
+
+  /// The protocol's error for what a handler threw.
+  static func apiError(_ error: any Error) -> APIError {
+    switch error {
+    case let error as APIError: error
+    case let error as RequestIDConflict: .conflict(error.description)
+    case let error as StoreError: APIError(error)
+    default: .internal("\(error)")
     }
   }
 
@@ -217,6 +223,67 @@ public final class Relay: @unchecked Sendable {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
     let body: MessagePost = try MessagePost.parsePlain(request.body) ?? decode(request.body)
+    let posted = try accept(body, from: owner, now: now())
+    // The answer and the events are the bytes of `WireJSON.encode` of `MessagePostAnswer`
+    // and `ServerEvent.newMessage` (keys sorted, no spaces; RelayWireTests checks it).
+    var response = HTTPResponse(
+      status: 201, contentType: "application/json",
+      body: Array(
+        "{\"fromMessageRequestId\":\(body.requestId),\"message\":\(posted.message.json.render(pretty: false))}".utf8))
+    if !posted.isNew { response.headers.append(("Idempotent-Replayed", "true")) }
+    if faults.fire(.dropResponse) { response.dropConnection = true }
+    return response
+  }
+
+  /// The most messages `POST /v2/messages/batch` takes.
+  static let maximumBatch = 100
+
+  /// `POST /v2/messages/batch`: each message as its own `POST /v2/messages` would be, in
+  /// order, each answered in `results` (a refused one with its error, the others stored).
+  /// A failure of the whole (a fault, a failed commit) answers for every message.
+  func postBatch(_ request: HTTPRequest, from owner: RelayCredential) throws -> HTTPResponse {
+    if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
+    if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
+    let body: MessageBatchPost = try decode(request.body)
+    guard (1...Self.maximumBatch).contains(body.messages.count) else {
+      throw APIError.badRequest(
+        "field 'messages': expected 1 to \(Self.maximumBatch) messages, got \(body.messages.count)", field: "messages")
+    }
+    let now = self.now()
+    var results: [JSONValue] = []
+    results.reserveCapacity(body.messages.count)
+    // A message refused for good (4xx) leaves the others to go on, as one refused POST
+    // would; after one that could not be stored now (5xx) none is tried, so none is
+    // stored ahead of it: the client sends them again in order.
+    var stoppedBy: Int?
+    for (index, message) in body.messages.enumerated() {
+      var fields: [String: JSONValue] = ["fromMessageRequestId": .int(message.requestId)]
+      do {
+        if let stoppedBy {
+          throw APIError.unavailable("not tried: message \(stoppedBy) of the batch could not be stored now")
+        }
+        let posted = try accept(message, from: owner, now: now)
+        fields["message"] = posted.message.json
+        fields["replayed"] = .bool(!posted.isNew)
+      } catch {
+        var refused = Self.apiError(error)
+        if refused.status >= 500 && stoppedBy == nil { stoppedBy = index }
+        if let field = refused.field { refused.field = "messages[\(index)].\(field)" }
+        var detail: [String: JSONValue] = ["code": .string(refused.code), "message": .string(refused.message)]
+        if let field = refused.field { detail["field"] = .string(field) }
+        fields["error"] = .object(detail)
+      }
+      results.append(.object(fields))
+    }
+    var response = HTTPResponse.json(200, .object(["results": .array(results)]))
+    if faults.fire(.dropResponse) { response.dropConnection = true }
+    return response
+  }
+
+  /// Stores one message of `owner` (validated as `docs/protocol.md` says) and sends it to
+  /// every device concerned; returns it as its sender's device is answered: with its
+  /// place in the sender's log when new.
+  private func accept(_ body: MessagePost, from owner: RelayCredential, now: Int64) throws -> Posted {
     guard body.requestId > 0 else {
       throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId")
     }
@@ -229,7 +296,6 @@ public final class Relay: @unchecked Sendable {
       throw APIError.tooLarge(
         "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
     }
-    let now = self.now()
     var createdAt = Timestamp.string(milliseconds: now)
     if let given = body.createdAt {
       guard let ms = Timestamp.milliseconds(from: given) else {
@@ -238,26 +304,15 @@ public final class Relay: @unchecked Sendable {
       }
       createdAt = Timestamp.string(milliseconds: ms)
     }
-    let posted = try store.post(
+    var posted = try store.post(
       from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content,
       createdAt: createdAt, now: now)
-    // The answer and the events are the bytes of `WireJSON.encode` of `MessagePostAnswer`
-    // and `ServerEvent.newMessage` (keys sorted, no spaces; RelayWireTests checks it). The
-    // answer carries the message's place in the sender's log, as the sender's other
-    // devices' events do.
-    let message = posted.message
-    var answered = message
     if let place = posted.place {
-      answered.previousId = place.sender
-      deliver(message, place: place, from: owner.device)
+      deliver(posted.message, place: place, from: owner.device)
+      // The sender's answer carries its place in the sender's log, as its other devices' events do.
+      posted.message.previousId = place.sender
     }
-    var response = HTTPResponse(
-      status: 201, contentType: "application/json",
-      body: Array(
-        "{\"fromMessageRequestId\":\(body.requestId),\"message\":\(answered.json.render(pretty: false))}".utf8))
-    if !posted.isNew { response.headers.append(("Idempotent-Replayed", "true")) }
-    if faults.fire(.dropResponse) { response.dropConnection = true }
-    return response
+    return posted
   }
 
   /// Deletes what the retention window no longer keeps (``RelayStore/sweep``), a batch

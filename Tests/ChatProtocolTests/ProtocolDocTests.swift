@@ -155,6 +155,13 @@ import Testing
     WireType(ErrorBody(error: .init(code: "bad_request", message: "m", field: "toUserId"))),
     WireType(MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: "2026-01-31T12:00:00.000Z")),
     WireType(MessagePostAnswer(message: message, fromMessageRequestId: 7)),
+    WireType(MessageBatchPost(messages: [MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: nil)])),
+    WireType(
+      MessageBatchAnswer(results: [
+        MessageBatchResult(fromMessageRequestId: 7, message: message, replayed: false, error: nil),
+        MessageBatchResult(
+          fromMessageRequestId: 8, message: nil, replayed: nil, error: .init(code: "not_found", message: "m")),
+      ])),
     WireType(MessagesPage(messages: [message], hasMore: false, statusUpdates: [update], cursor: 1)),
     WireType(UserList(users: [user])), WireType(TokenOwner(user: user, device: DeviceInfo(id: 3, name: "laptop"))),
     WireType(Health()),

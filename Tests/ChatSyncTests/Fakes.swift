@@ -75,15 +75,31 @@ final class ScriptedRelay: Sendable {
       var content: String
       var createdAt: String
     }
-    let post = try! JSONDecoder().decode(Post.self, from: Data(call.body ?? []))
-    let (id, replayed) = state.withLock { state -> (Int64, Bool) in
-      if let id = state.accepted[post.requestId] { return (id, true) }
-      state.nextID += 1
-      state.accepted[post.requestId] = state.nextID
-      return (state.nextID, false)
+    struct Batch: Decodable { var messages: [Post] }
+    // One message as the relay renders it, and whether it was a replay.
+    func accept(_ post: Post) -> (json: String, replayed: Bool) {
+      let (id, replayed) = state.withLock { state -> (Int64, Bool) in
+        if let id = state.accepted[post.requestId] { return (id, true) }
+        state.nextID += 1
+        state.accepted[post.requestId] = state.nextID
+        return (state.nextID, false)
+      }
+      return (
+        #"{"messageId":\#(id),"fromUserId":1,"toUserId":\#(post.toUserId),"content":"\#(post.content)","status":"SYNCED","createdAt":"\#(post.createdAt)"}"#,
+        replayed
+      )
     }
-    let body =
-      #"{"message":{"messageId":\#(id),"fromUserId":1,"toUserId":\#(post.toUserId),"content":"\#(post.content)","status":"SYNCED","createdAt":"\#(post.createdAt)"},"fromMessageRequestId":\#(post.requestId)}"#
+    if call.path == "/v2/messages/batch" {
+      let batch = try! JSONDecoder().decode(Batch.self, from: Data(call.body ?? []))
+      let results = batch.messages.map { post in
+        let (json, replayed) = accept(post)
+        return #"{"fromMessageRequestId":\#(post.requestId),"message":\#(json),"replayed":\#(replayed)}"#
+      }
+      return HTTPReply(status: 200, body: Array(#"{"results":[\#(results.joined(separator: ","))]}"#.utf8))
+    }
+    let post = try! JSONDecoder().decode(Post.self, from: Data(call.body ?? []))
+    let (json, replayed) = accept(post)
+    let body = #"{"message":\#(json),"fromMessageRequestId":\#(post.requestId)}"#
     return HTTPReply(status: 201, headers: replayed ? ["idempotent-replayed": "true"] : [:], body: Array(body.utf8))
   }
 
@@ -129,6 +145,8 @@ extension SyncEngine.Options {
     options.random = { 0.5 }
     options.batchDelay = 0.01
     options.replyTimeout = 2
+    // One message per POST, as each test scripts its answers; `SyncEngineTests` has its batch tests.
+    options.batchSize = 1
     if ProcessInfo.processInfo.environment["SYNC_TEST_LOG"] != nil { options.log = { print("LOG", $0) } }
     options.outboxBackoff = Backoff(base: 0.05, cap: 0.2, jitter: .full)
     options.reconnectBackoff = Backoff(base: 0.05, cap: 0.2, jitter: .proportional(0.5))

@@ -52,6 +52,52 @@ import Testing
     }
   }
 
+  /// Protocol version 2: a conversation's queued messages go together, in order, up to
+  /// `batchSize` a request; a batch that fails as a whole is sent again as a whole, and a
+  /// message refused inside a batch fails alone.
+  @Test func aBacklogGoesInBatchesInOrder() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      let requests = try (1...25).map { try repository.send(to: 2, content: "to bob \($0)") }
+      let refused = requests[6].requestID
+      let inner = ScriptedRelay()
+      // The first batch fails whole (503); in the next, message 7 is refused.
+      let relay = ScriptedRelay { attempt, call in
+        if attempt == 0 { return HTTPReply(status: 503) }
+        var reply = inner.answer(call)
+        guard attempt == 1 else { return reply }
+        let text = String(decoding: reply.body, as: UTF8.self).replacingOccurrences(
+          of: #"{"fromMessageRequestId":\#(refused),"message""#,
+          with: #"{"fromMessageRequestId":\#(refused),"error":{"code":"conflict","message":"reused"},"x""#)
+        reply.body = Array(text.utf8)
+        return reply
+      }
+      var options = SyncEngine.Options.test
+      options.batchSize = 10
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
+      #expect(await engine.runOnce(deadline: 30) == .unsent(waiting: 0, permanent: 1))
+      let posts = relay.posts
+      #expect(posts.allSatisfy { $0.path == "/v2/messages/batch" }, "\(posts.map(\.path))")
+      struct Batch: Decodable {
+        struct Post: Decodable { var content: String }
+        var messages: [Post]
+      }
+      let sent = try posts.map {
+        try JSONDecoder().decode(Batch.self, from: Data($0.body ?? [])).messages.map(\.content)
+      }
+      #expect(sent.map(\.count) == [10, 10, 10, 5], "the failed batch again whole, then the rest")
+      #expect(sent[0] == sent[1] && sent[1] == (1...10).map { "to bob \($0)" })
+      #expect(sent.dropFirst().flatMap { $0 } == (1...25).map { "to bob \($0)" })
+      let check = try ChatRepository.open(user: 1, in: folder)
+      #expect(try check.request(refused)?.failReason == "conflict: reused")
+      #expect(
+        try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.content } else { nil } }
+          == (1...25).filter { $0 != 7 }.map { "to bob \($0)" })
+      let metrics = await engine.metrics
+      #expect(metrics.sent == 24 && metrics.rejected == 1 && metrics.failedAttempts == 10)
+    }
+  }
+
   @Test func aLostAnswerIsRetriedWithTheSameRequestID() async throws {
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)

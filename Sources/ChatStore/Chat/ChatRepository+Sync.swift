@@ -108,6 +108,19 @@ extension ChatRepository {
     return heads
   }
 
+  /// `head` and the requests of its conversation due behind it, in order, at most
+  /// `limit`: what one batch sends. Stops at the first one not due yet (a request in
+  /// backoff holds back those behind it, as the head does).
+  public func dueRequests(after head: MessageRequest, limit: Int) throws -> [MessageRequest] {
+    let now = timestamp
+    let requests = try database.read { db in
+      try db.query(
+        HotQuery.requestsFromHead.sql, [head.toUserID, head.createdAt, head.requestID, limit], HotQuery.request)
+    }
+    let due = requests.prefix { ($0.nextAttemptAt ?? now) <= now }
+    return due.first?.requestID == head.requestID ? Array(due) : [head]
+  }
+
   /// FAILED requests, waiting for a retry or failed for good, by request id.
   public func failedRequests(limit: Int = 100) throws -> [MessageRequest] {
     try database.read { db in

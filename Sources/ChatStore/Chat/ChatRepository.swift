@@ -48,7 +48,7 @@ public final class ChatRepository {
     return try ChatRepository(database: Database(path: path), ownerID: ownerID)
   }
 
-  private var timestamp: String { Timestamp.string(now()) }
+  var timestamp: String { Timestamp.string(now()) }
 
   // MARK: - Users
 
@@ -116,9 +116,26 @@ public final class ChatRepository {
     }
   }
 
-  /// Marks a request SENT; if no reply comes within `replyTimeout` it is due again
-  /// (the relay deduplicates by request id). Returns false when the request is gone
-  /// (already acknowledged).
+  /// Marks requests SENT in one transaction; if no reply comes within `replyTimeout` each
+  /// is due again (the relay deduplicates by request id). Returns those marked (one that
+  /// is gone, already acknowledged, is not).
+  @discardableResult
+  public func markSent(_ requestIDs: [Int64], replyTimeout: TimeInterval = 30) throws -> Set<Int64> {
+    let date = now()
+    let sent = Timestamp.string(date)
+    let due = Timestamp.string(date.addingTimeInterval(replyTimeout))
+    return try database.write { db in
+      let statement = try db.cachedStatement(HotQuery.markRequestSent.sql)
+      var marked: Set<Int64> = []
+      for id in requestIDs {
+        try statement.execute([id, sent, due])
+        if db.changes > 0 { marked.insert(id) }
+      }
+      return marked
+    }
+  }
+
+  /// ``markSent(_:replyTimeout:)`` for one request: whether it was marked.
   @discardableResult
   public func markSent(_ requestID: Int64, replyTimeout: TimeInterval = 30) throws -> Bool {
     let date = now()
@@ -170,6 +187,21 @@ public final class ChatRepository {
   }
 
   // MARK: - Receiving
+
+  /// The relay acknowledged requests with their messages (a batch): in one transaction
+  /// each request is deleted and its message stored, and the message cursor raised to
+  /// `messageCursor` when given.
+  public func acknowledge(_ accepted: [(message: Message, requestID: Int64)], messageCursor: Int64?) throws {
+    try database.write { db in
+      for (message, requestID) in accepted {
+        var message = message
+        message.requestID = requestID
+        try store(message, in: db)
+        try db.execute(HotQuery.deleteRequest.sql, [requestID])
+      }
+      if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
+    }
+  }
 
   /// The relay acknowledged a request with `message`: in one transaction the request
   /// is deleted and the message stored. Repeating it, or receiving the same message

@@ -125,6 +125,19 @@ extension HotQuery {
       .scan("conversations"),
     ])
 
+  /// A conversation's requests from its head on (`?2` created_at, `?3` request id), in
+  /// the head's order: the head and what may go with it in one batch.
+  public static let requestsFromHead = HotQuery(
+    name: "outbox: a conversation's requests from its head on",
+    sql: """
+      SELECT \(requestColumns) FROM MessageRequests
+      WHERE to_user_id = ?1 AND (created_at, request_id) >= (?2, ?3) AND next_attempt_at IS NOT NULL
+        AND \(visibleRequests)
+      ORDER BY created_at, request_id LIMIT ?4
+      """,
+    sampleArguments: [.integer(2), .text(sample), .integer(1), .integer(100)],
+    access: [.index("MessageRequests_by_conversation")])
+
   /// FAILED requests (waiting for a retry or failed for good), by request id. The
   /// outbox holds what is unsent, a handful of rows: read whole, in key order.
   public static let failedRequests = HotQuery(
@@ -209,7 +222,8 @@ extension HotQuery {
     [
       storeMessage, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
       rememberDeliveryAck, forgetDeliveryAck,
-      unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, failedRequests, resumeInterruptedSends, outboxCounts,
+      unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, requestsFromHead, failedRequests, resumeInterruptedSends,
+      outboxCounts,
       recordFailedAnswer, retryFailedNow, insertRequest, upsertUser, addPlaceholderUser, standInContacts, firstUnread,
     ] + [MessageStatus.delivered, .read].map(raiseReceiptMark)
 }

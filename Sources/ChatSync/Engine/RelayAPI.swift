@@ -38,6 +38,53 @@ struct RelayAPI: Sendable {
     return Self.outcome(of: reply)
   }
 
+  /// Sends several messages of one conversation in one `POST /v2/messages/batch`, in
+  /// order; one outcome per request, in the same order (the whole batch's when it failed
+  /// as a whole).
+  func post(batch requests: [MessageRequest], timeout: Double) async -> [PostOutcome] {
+    let body = MessageBatchPost(
+      messages: requests.map {
+        MessagePost(requestId: $0.requestID, toUserId: $0.toUserID, content: $0.content, createdAt: $0.createdAt)
+      })
+    let reply: HTTPReply
+    do {
+      reply = try await http.send(
+        HTTPCall(method: "POST", path: "/v2/messages/batch", body: WireJSON.encode(body), timeout: timeout))
+    } catch let error as TransportError where error.neverConnected {
+      return Array(repeating: .unreachable("\(error)"), count: requests.count)
+    } catch {
+      return Array(repeating: .retryable("\(error)", retryAfter: nil), count: requests.count)
+    }
+    return Self.outcomes(of: reply, for: requests.map(\.requestID))
+  }
+
+  /// Sorts an answer to a batch (separate so the unit tests can feed it every case).
+  static func outcomes(of reply: HTTPReply, for requestIDs: [Int64]) -> [PostOutcome] {
+    guard reply.status == 200 else {
+      let whole = reply.status == 201 ? .retryable("HTTP 201 to a batch", retryAfter: nil) : outcome(of: reply)
+      return Array(repeating: whole, count: requestIDs.count)
+    }
+    guard let answer = try? WireJSON.decode(MessageBatchAnswer.self, from: reply.body),
+      answer.results.map(\.fromMessageRequestId) == requestIDs
+    else {
+      return Array(
+        repeating: .retryable("HTTP 200 with a body that is not this batch's results", retryAfter: nil),
+        count: requestIDs.count)
+    }
+    return answer.results.map { result in
+      if let message = result.message {
+        return .accepted(message.model, previousId: message.previousId, replayed: result.replayed == true)
+      }
+      let error = result.error ?? ErrorBody.Detail(code: "internal", message: "neither a message nor an error")
+      let reason = "\(error.code): \(error.message)"
+      switch error.code {
+      case "unavailable", "internal", "throttled": return .retryable(reason, retryAfter: nil)
+      case "unauthorized": return .unauthorized(reason)
+      default: return .rejected(reason)
+      }
+    }
+  }
+
   /// Sorts an answer to a POST (separate so the unit tests can feed it every status).
   static func outcome(of reply: HTTPReply) -> PostOutcome {
     switch reply.status {

@@ -40,6 +40,9 @@ public actor SyncEngine {
     public var batchDelay: Double = 0.05
     /// Messages per sync page.
     public var pageSize = 200
+    /// Queued messages of one conversation sent in one request (`POST /v2/messages/batch`):
+    /// the conversation's head and those due behind it, in order.
+    public var batchSize = 100
     /// A uniform value in 0..<1 for the jitter (tests pin it).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
     /// How long a write to the file keeps being retried while another program (`chatdb
@@ -445,15 +448,22 @@ public actor SyncEngine {
   /// Where the message cursor gets to once message `id`, which follows `previousId` in the
   /// owner's log, is stored (nil when it does not move), and what is still stored ahead.
   private func cursorAfter(storing id: Int64, previousId: Int64?) -> (cursor: Int64?, ahead: [Int64: Int64]) {
-    var ahead = storedAhead
-    if let previousId, id > messageCursor { ahead[previousId] = id }
-    var next = messageCursor
+    Self.advance(cursor: messageCursor, ahead: storedAhead, storing: id, previousId: previousId)
+  }
+
+  /// ``cursorAfter(storing:previousId:)`` from a given cursor and what is stored ahead of it.
+  static func advance(cursor: Int64, ahead: [Int64: Int64], storing id: Int64, previousId: Int64?) -> (
+    cursor: Int64?, ahead: [Int64: Int64]
+  ) {
+    var ahead = ahead
+    if let previousId, id > cursor { ahead[previousId] = id }
+    var next = cursor
     while let following = ahead.removeValue(forKey: next) { next = following }
-    ahead = ahead.filter { $0.key > next }
+    if ahead.contains(where: { $0.key <= next }) { ahead = ahead.filter { $0.key > next } }
     // A gap that never fills (an event lost with its socket) waits for the next catch-up;
     // meanwhile what piles up behind it is bounded.
     if ahead.count > 10_000 { ahead = [:] }
-    return (next > messageCursor ? next : nil, ahead)
+    return (next > cursor ? next : nil, ahead)
   }
 
   /// Takes the cursor `cursorAfter` computed, once what it covers is stored.
@@ -718,23 +728,73 @@ public actor SyncEngine {
     return next
   }
 
-  private func send(_ request: MessageRequest) async {
+  /// Sends the head of a conversation and the requests due behind it (up to
+  /// `batchSize`, in order) in one request, then settles each.
+  private func send(_ head: MessageRequest) async {
     defer {
-      inFlight[request.toUserID] = nil
+      inFlight[head.toUserID] = nil
       doorbell.ring()
     }
-    if request.failCount > 0 || request.status == .sent { metrics.retries += 1 }
-    let started = firstTried[request.requestID] ?? .now
-    firstTried[request.requestID] = started
+    var batch: [MessageRequest]
     do {
-      // The durable timeout: if this process dies now the request is due again after it.
-      guard try await patiently({ try repository.markSent(request.requestID, replyTimeout: options.replyTimeout + 5) })
-      else { return }
+      let due = options.batchSize > 1 ? try repository.dueRequests(after: head, limit: options.batchSize) : [head]
+      // The durable timeout: if this process dies now the requests are due again after it.
+      let marked = try await patiently { [due] in
+        try repository.markSent(due.map(\.requestID), replyTimeout: options.replyTimeout + 5)
+      }
+      batch = due.filter { marked.contains($0.requestID) }
     } catch {
       log("outbox: \(error)")
       return
     }
-    var outcome = await api.post(request, timeout: options.replyTimeout)
+    guard !batch.isEmpty else { return }
+    for request in batch {
+      if request.failCount > 0 || request.status == .sent { metrics.retries += 1 }
+      if firstTried[request.requestID] == nil { firstTried[request.requestID] = .now }
+    }
+    var outcomes =
+      batch.count == 1
+      ? [await api.post(batch[0], timeout: options.replyTimeout)]
+      : await api.post(batch: batch, timeout: options.replyTimeout)
+    // The accepted ones are stored together, the cursor following them along the log.
+    var accepted: [(message: Message, requestID: Int64)] = []
+    var moved = (cursor: Int64?.none, ahead: storedAhead)
+    for (request, outcome) in zip(batch, outcomes) {
+      guard case .accepted(let message, let previousId, _) = outcome else { continue }
+      accepted.append((message, request.requestID))
+      moved = Self.advance(
+        cursor: moved.cursor ?? messageCursor, ahead: moved.ahead, storing: message.id, previousId: previousId)
+    }
+    if !accepted.isEmpty {
+      do {
+        try await patiently { [accepted, moved] in
+          try repository.acknowledge(accepted, messageCursor: moved.cursor)
+        }
+        advanceCursor(to: moved.cursor, ahead: moved.ahead)
+        if socket == nil { reconnectBell.ring() }
+      } catch {
+        log("outbox: \(error)")
+        // Not stored: each is sent again (the relay replays it by its request id).
+        outcomes = outcomes.map {
+          if case .accepted = $0 { .retryable("the answer could not be stored: \(error)", retryAfter: nil) } else { $0 }
+        }
+      }
+    }
+    // A batch that failed as a whole is tried again as a whole: every request waits the
+    // head's delay (each its own would split it).
+    var sharedDelay: Double?
+    if batch.count > 1, outcomes.allSatisfy({ if case .retryable = $0 { true } else { false } }),
+      case .retryable(_, let retryAfter) = outcomes[0]
+    {
+      sharedDelay = retryAfter ?? options.outboxBackoff.delay(attempt: batch[0].failCount + 1, random: options.random)
+    }
+    let retryAt = sharedDelay.map { Date().addingTimeInterval($0) }
+    for (request, outcome) in zip(batch, outcomes) { await settle(request, outcome, retryAt: retryAt) }
+  }
+
+  /// Counts, logs and records one request's outcome (an accepted one is stored already).
+  private func settle(_ request: MessageRequest, _ outcome: RelayAPI.PostOutcome, retryAt: Date?) async {
+    var outcome = outcome
     // Not connecting at all is retried like any failure, but counts toward the age only.
     let reachedRelay: Bool
     if case .unreachable(let reason) = outcome {
@@ -751,17 +811,13 @@ public actor SyncEngine {
     }
     do {
       switch outcome {
-      case .accepted(let message, let previousId, let replayed):
-        let moved = cursorAfter(storing: message.id, previousId: previousId)
-        try await patiently { [moved] in
-          try repository.acknowledge(message, requestID: request.requestID, messageCursor: moved.cursor)
-        }
-        advanceCursor(to: moved.cursor, ahead: moved.ahead)
+      case .accepted(let message, _, let replayed):
         metrics.sent += 1
         if replayed { metrics.replayed += 1 }
-        if socket == nil { reconnectBell.ring() }
-        let elapsed = started.duration(to: .now).components
-        metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+        if let started = firstTried[request.requestID] {
+          let elapsed = started.duration(to: .now).components
+          metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+        }
         firstTried[request.requestID] = nil
         log(
           "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
@@ -783,10 +839,12 @@ public actor SyncEngine {
           return
         }
         let delay = retryAfter ?? options.outboxBackoff.delay(attempt: request.failCount + 1, random: options.random)
-        try await patiently {
-          try repository.markFailed(request.requestID, reason: reason, retryAt: Date().addingTimeInterval(delay))
-        }
-        log(String(format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s", delay))
+        let due = retryAt ?? Date().addingTimeInterval(delay)
+        try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: due) }
+        log(
+          String(
+            format: "send of request \(request.requestID) failed (\(reason)); retry in %.1f s",
+            max(due.timeIntervalSinceNow, 0)))
       case .rejected(let reason):
         metrics.rejected += 1
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: nil) }

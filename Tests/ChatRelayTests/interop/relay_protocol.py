@@ -96,6 +96,7 @@ async def main():
         assert status == 201 and second["message"]["messageId"] > message["messageId"], second
         await next_event(bob, "new_message")
 
+
         # Until acknowledged, the messages stay and sync returns them in id order.
         status, _, sync = http("GET", "/v2/messages?lastSyncedMessage=0&limit=1", token=BOB)
         assert status == 200 and [m["messageId"] for m in sync["messages"]] == [message["messageId"]] and sync["hasMore"] is True, sync
@@ -143,6 +144,26 @@ async def main():
         top = max(u["sequence"] for u in updates)
         status, _, sync = http("GET", f"/v2/messages?lastSyncedUpdate={top}", token=ALICE)
         assert sync["statusUpdates"] == [], sync
+
+        # A batch: each message as its own POST would be, in order; a refused one does not stop the rest.
+        batch = {"messages": [{"requestId": 20, "toUserId": 2, "content": "b1"},
+                              {"requestId": 21, "toUserId": 99, "content": "nobody"},
+                              {"requestId": 22, "toUserId": 2, "content": "b3"}]}
+        status, _, answer = http("POST", "/v2/messages/batch", token=ALICE, body=batch)
+        assert status == 200 and [r["fromMessageRequestId"] for r in answer["results"]] == [20, 21, 22], answer
+        first, refused, third = answer["results"]
+        assert first["replayed"] is False and first["message"]["content"] == "b1", first
+        assert refused["error"]["code"] == "not_found" and "message" not in refused, refused
+        assert third["message"]["messageId"] > first["message"]["messageId"], third
+        assert third["message"]["previousId"] == first["message"]["messageId"], third
+        for expected in (first, third):
+            got = await next_event(bob, "new_message")
+            assert got["messageId"] == expected["message"]["messageId"], (got, expected)
+        status, _, again = http("POST", "/v2/messages/batch", token=ALICE, body=batch)
+        assert [r.get("replayed") for r in again["results"]] == [True, None, True], again
+        expect_error(http("POST", "/v2/messages/batch", token=ALICE, body={"messages": []}), 400, "bad_request")
+        too_many = {"messages": [{"requestId": 100 + i, "toUserId": 2, "content": "x"} for i in range(101)]}
+        expect_error(http("POST", "/v2/messages/batch", token=ALICE, body=too_many), 400, "bad_request")
 
         # Profiles: self and contacts only.
         status, _, profile = http("GET", "/v2/users/2", token=ALICE)
