@@ -40,7 +40,8 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let user = Int64(data[1] >> 1) % 3 + 1
   let rest = Array(bytes[2...])
   if data[0] % 3 == 2 {
-    setup.relay.received(String(decoding: rest, as: UTF8.self), on: SocketID(raw: 1), from: user)
+    setup.relay.received(
+      String(decoding: rest, as: UTF8.self), on: SocketID(raw: 1), from: RelayCredential(user: user, device: user))
     return 0
   }
   var request = head(rest)

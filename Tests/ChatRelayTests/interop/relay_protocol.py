@@ -179,6 +179,16 @@ async def main():
         facts["carolMessageId"] = to_carol["message"]["messageId"]
         facts["lastMessageId"] = to_carol["message"]["messageId"]
 
+    # A version-1 client is told, not half served: every /v1/ path, the socket too, is 410.
+    for method, path in (("GET", "/v1/messages"), ("POST", "/v1/messages"), ("GET", "/v1/me"), ("GET", "/v1/health")):
+        expect_error(http(method, path, token=ALICE, body={} if method == "POST" else None), 410, "version_unsupported")
+    try:
+        async with websockets.connect(f"ws://127.0.0.1:{PORT}/v1/socket/updates",
+                                      extra_headers={"Authorization": f"Bearer {ALICE}"}):
+            raise AssertionError("a version-1 socket was accepted")
+    except websockets.exceptions.InvalidStatusCode as refused:
+        assert refused.status_code == 410, refused.status_code
+
     # A socket upgrade without a good token is refused with 401.
     try:
         async with websockets.connect(WS, extra_headers={"Authorization": "Bearer wrong"}):
