@@ -80,7 +80,7 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
       if let after {
         require(reply.status == 429 && after >= 0 && after <= 3_600, "retry after \(after) s for \(reply.status)")
       }
-    case (200, .accepted(let message, _)), (201, .accepted(let message, _)):
+    case (200, .accepted(let message, _, _)), (201, .accepted(let message, _, _)):
       let answer = try? WireJSON.decode(MessagePostAnswer.self, from: reply.body)
       require(
         answer?.message.messageId == message.id,
