@@ -28,8 +28,9 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   /// See ``fromDeviceId``.
   public var requestId: Int64?
   /// In a `new_message` event: the id of the message before it in the receiving user's
-  /// log (0 when none is retained). A device whose cursor is that id moves its cursor to
-  /// this message; any other sees a gap, which its next catch-up fills.
+  /// log (0 before its first; messages that left the relay still count). A device whose
+  /// cursor is that id moves its cursor to this message; any other sees a gap, which its
+  /// next catch-up fills.
   public var previousId: Int64?
 
   /// The status the relay gives a message it has just accepted.

@@ -219,4 +219,48 @@ extension RelayProcess {
       }
     }
   }
+
+  /// With `--retention-days 0` the relay keeps only what some device has not acknowledged:
+  /// sampled while messages flow, no row is left that every device of both parties has;
+  /// at the end only the idempotency records are.
+  @Test func withRetentionZeroTheRelayKeepsOnlyWhatSomeDeviceHasNotAcknowledged() async throws {
+    try await withDataFolder { folder in
+      let relay = try RelayProcess(folder: folder, faults: ["--retention-days", "0"])
+      defer { relay.stop() }
+      let ada = try Device(user: 1, name: "phone", token: try relay.addUser(1, "Ada"), relay: relay, folder: folder)
+      let adaLaptop = try Device(user: 1, name: "laptop", relay: relay, folder: folder)
+      let bob = try Device(user: 2, name: "phone", token: try relay.addUser(2, "Bob"), relay: relay, folder: folder)
+      let bobLaptop = try Device(user: 2, name: "laptop", relay: relay, folder: folder)
+      let devices = [ada, adaLaptop, bob, bobLaptop]
+      defer { devices.forEach { $0.stop(SIGKILL) } }
+      #expect(try ada.cli(["send", "--to", "2", "a0"]).status == 0)
+      #expect(try bob.cli(["send", "--to", "1", "b0"]).status == 0)
+      for device in devices { try device.start() }
+      // Every device of both parties acknowledged it, and it is still there: a leak.
+      let acknowledgedByAll = """
+        SELECT count(*) FROM RelayMessages m
+        WHERE m.id <= (SELECT min(synced_message) FROM RelayDevices WHERE user_id = m.to_user_id)
+          AND m.id <= (SELECT min(synced_message) FROM RelayDevices WHERE user_id = m.from_user_id)
+        """
+      let relayDB = { try Database(path: relay.db, mode: .readOnly) }
+      for round in 1...10 {
+        for (device, to) in [(ada, Int64(2)), (bob, Int64(1))] {
+          let outbox = try ChatRepository.open(user: device.user, in: device.folder)
+          for i in 0..<20 { _ = try outbox.send(to: to, content: "\(device.user)-\(round)-\(i)") }
+          _ = Nudge.send("outbox", to: device.db)
+        }
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(try relayDB().int64(acknowledgedByAll) == 0)
+      }
+      let total: Int64 = 2 + 10 * 2 * 20
+      #expect(
+        try await waitUntil(60) { try devices.allSatisfy { try $0.count("SELECT count(*) FROM Messages") == total } })
+      let drained = try await waitUntil(60) { try relayDB().int64("SELECT count(*) FROM RelayMessages") == 0 }
+      let left = try relayDB().int64("SELECT count(*) FROM RelayMessages") ?? -1
+      let list = try tool("chat-relay", ["device", "list", "--db", relay.db, "--user", "1"]).stdout
+      #expect(drained, "\(left) messages left on the relay; \(list)")
+      #expect(try relayDB().int64("SELECT count(*) FROM RelayRequests") == total, "the idempotency records stay")
+      for device in devices { #expect(device.stop() == 0) }
+    }
+  }
 }

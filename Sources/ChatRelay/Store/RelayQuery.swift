@@ -19,11 +19,10 @@ enum RelayQuery {
   static let setLastMessageID = "UPDATE RelayCounters SET value = ? WHERE name = 'last_message_id'"
   static let requestByKey =
     "SELECT message_id, from_user_id, to_user_id, content, created_at, content_digest FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
-  /// The newest id of a user's log (0 when none is retained).
-  static let logHead = """
-    SELECT max(coalesce((SELECT max(id) FROM RelayMessages WHERE to_user_id = ?1), 0),
-      coalesce((SELECT max(id) FROM RelayMessages WHERE from_user_id = ?1), 0))
-    """
+  /// The newest id of a user's log (0 before their first message); it never goes back.
+  static let logHead = "SELECT log_head FROM RelayUsers WHERE id = ?"
+  /// A new message is the newest of both its parties' logs.
+  static let setLogHeads = "UPDATE RelayUsers SET log_head = ?1 WHERE id IN (?2, ?3)"
   /// A page of a user's log after a cursor: what they received and what they sent, merged
   /// in id order. Columns: id, from, to, content, created_at, delivered, read, from device, request.
   static let log = """
@@ -96,7 +95,7 @@ enum RelayQuery {
     ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
     ("devicesOfUser", devicesOfUser), ("deviceByID", deviceByID), ("firstDeviceOf", firstDeviceOf),
     ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
-    ("logHead", logHead), ("log", log), ("logCountAbove", logCountAbove), ("markDelivered", markDelivered),
+    ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove), ("markDelivered", markDelivered),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
     ("statusUpdates", statusUpdates), ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),

@@ -188,6 +188,13 @@ public enum RelaySchema {
     CREATE INDEX RelayMessagesUndelivered ON RelayMessages(to_user_id, from_user_id, id)
       WHERE delivered_at IS NULL;
 
+    -- The newest id of each user's log: it never goes back, also when messages leave
+    -- (events name the message before them in the log; a device follows that chain).
+    ALTER TABLE RelayUsers ADD COLUMN log_head INTEGER NOT NULL DEFAULT 0;
+    UPDATE RelayUsers SET log_head = max(
+      coalesce((SELECT max(id) FROM RelayMessages WHERE to_user_id = RelayUsers.id), 0),
+      coalesce((SELECT max(id) FROM RelayMessages WHERE from_user_id = RelayUsers.id), 0));
+
     -- Each device's acknowledged place in its user's log and update stream (sync_ack).
     ALTER TABLE RelayDevices ADD COLUMN synced_message INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE RelayDevices ADD COLUMN synced_update INTEGER NOT NULL DEFAULT 0;

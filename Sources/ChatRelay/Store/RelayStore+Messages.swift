@@ -17,7 +17,7 @@ public struct Posted: Sendable, Hashable {
 /// Where a new message sits in its two parties' logs: the id before it in each, which
 /// its `new_message` events and its `201` answer carry as `previousId`.
 public struct LogPlace: Sendable, Hashable {
-  /// The message before it in the sender's log (0 when none is retained).
+  /// The message before it in the sender's log (0 before the sender's first).
   public var sender: Int64
   /// The message before it in the recipient's log.
   public var recipient: Int64
@@ -95,6 +95,7 @@ extension RelayStore {
       let clock = min(max(now, MessageID.representable.lowerBound), MessageID.representable.upperBound)
       let id = max(lastIssued + 1, MessageID.make(milliseconds: clock))
       try db.execute(RelayQuery.setLastMessageID, [id])
+      try db.execute(RelayQuery.setLogHeads, [id, sender, recipient])
       try db.execute(
         "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at, from_device_id, request_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [id, sender, recipient, content, createdAt, device, requestID])
