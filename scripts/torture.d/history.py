@@ -940,11 +940,14 @@ def main():
                 return [("unreadable", str(e))]
 
         def state_key():
-            return tuple((k, tuple(sorted((m, v[3]) for m, v in latest[k][0].items())), len(latest[k][1])) for k in keys)
+            return tuple((k, tuple(sorted((m, v[3]) for m, v in latest.get(k, ({}, []))[0].items())), len(latest.get(k, ({}, []))[1]))
+                         for k in keys)
 
         def settled():
             """Every device has every message its user sent or received, all READ, an empty outbox."""
             for k in keys:
+                if k not in latest:
+                    return False
                 mine = {v[2]: v[3] for v in latest[k][0].values()}
                 if latest[k][1] or any(mine.get(c) != "READ" for c, s, r, _ in sent if k[0] in (s, r)):
                     return False
