@@ -1,37 +1,51 @@
 #!/usr/bin/env python3
 """A history checker for chat-sync and chat-relay under faults (issue 14's torture suite).
 
-  history.py --bin DIR --work DIR --seed N [--long] [--users K] [--messages M]
+  history.py --bin DIR --work DIR --seed N [--long] [--users K] [--messages M] [--devices D]
   history.py --self-test
 
-K users (short: 4, --long: 10) each run `chat-sync run` against a real `chat-relay
+K users (short: 4, --long: 10), each with several devices (--devices: N for every user
+or a list cycled over the users; default 1,2,3,2, so 8 devices in the short mode and 19
+in the long one). Every device has its own token (the first one `chat-relay user
+add`'s, the others `device add`'s), its own data folder (`user<u>-device<d>`, its own
+`chats-<u>.db` and outbox) and its own `chat-sync run` against a real `chat-relay
 serve` started with `--faults`, through a loopback proxy of this script's own that
 answers some catch-up requests (`GET /v2/messages`) and WebSocket upgrades with a 503
 or drops them. Each user queues M messages (short: 20, --long: 200) with `chat-sync
-send` to random others (unique contents `h<seed>-u<from>-n<k>`), some while its `run`
-is down, and runs `chat-sync read --with` at random moments. Meanwhile the relay and
-the clients are killed (SIGKILL or SIGTERM) and restarted, and another process holds
-relay.db's write lock, every other time for 1 to 5 s, else for 10.5 to 13 s (the
-relay's busy timeout is 5 s, and it serves one call at a time), with a client restarted
-meanwhile so that it upgrades its socket while the lock is held. A sampler reads
-every client file read-only about once a second.
+send` on a random one of its devices to random others (unique contents
+`h<seed>-u<from>-n<k>`), some while a `run` of the recipient is down, and runs
+`chat-sync read --with` on a random device at random moments. Meanwhile the relay and
+the devices' runs are killed (SIGKILL or SIGTERM) and restarted, and another process
+holds relay.db's write lock, every other time for 1 to 5 s, else for 10.5 to 13 s (the
+relay's busy timeout is 5 s, and it serves one call at a time), with a run restarted
+meanwhile so that it upgrades its socket while the lock is held. A sampler reads every
+device's file read-only about once a second.
 
 Then the faults stop (relay restarted without them, proxy faults and lock holder off),
-the outboxes empty, every user reads every conversation until nothing changes, the
-clients stop with SIGTERM, and the checks run, all pure functions over what was
-collected (`check_final`, `check_history`, `check_processes`):
-  lost, duplicated, misplaced (in a third user's file), id_mismatch (sender's and
-  recipient's ids differ), misattributed (from/to not the queuing user and its
-  recipient, or content nobody sent), reordered (recipient's id order is not the
-  sender's queue order), status_backwards and vanished (in the samples),
-  premature_delivered / premature_read (a sender sample shows DELIVERED/READ while the
-  recipient's next sample does not have the message / has not read it),
-  not_read_at_end, outbox_left, relay_left (RelayMessages rows), check_failed (`chatdb
-  check --full`, `PRAGMA integrity_check`), client_exit / relay_exit (a `run` or the
-  relay that exited without being told to, or a non-zero exit on SIGTERM).
+the outboxes empty, every user reads every conversation on ONE of its devices (seeded)
+until every device of every user has every message it sent or received, READ (the
+other devices must follow through `conversation_read`), or nothing changes for 50 s
+(at most 120 s; --long 300 s);
+the runs stop with SIGTERM, and the checks run, all pure functions over what was
+collected (`check_final`, `check_history`, `check_processes`), on every device:
+  lost (a message the user sent from any device or received, missing from one of its
+  devices), duplicated (in one device's file), misplaced (on a device of a third
+  user), id_mismatch (the same content under different ids on the devices of the two
+  users), misattributed (from/to not the queuing user and its recipient, or content
+  nobody sent), reordered (on a device of the sender or of the recipient, the id order
+  of one sending device's messages to one recipient is not that device's queue order;
+  two devices of a user have no order between them), status_backwards and vanished
+  (per device, in the samples), premature_delivered / premature_read (a device of the
+  sender shows DELIVERED/READ while no device of the recipient had the message / had
+  read it at or before its next sample), not_read_at_end and outbox_left (per device),
+  relay_left (undelivered RelayMessages rows), check_failed (`chatdb check --full`,
+  `PRAGMA integrity_check`, per file), client_exit / relay_exit (a device's `run` or
+  the relay that exited without being told to, or a non-zero exit on SIGTERM).
 Prints one summary line and the counts per kind; each anomaly (the first few of each
 kind) on stderr. Exits 1 on any anomaly. `--self-test` plants every kind in synthetic
-data and exits 0 only when the same checks catch each one.
+data with users of two devices and one (a message missing from a user's second device
+only, a status seen on the sender's other device, ...) and exits 0 only when the same
+checks catch each one and the clean data reports nothing.
 """
 import argparse, os, random, shutil, signal, socket, sqlite3, subprocess, sys, threading, time
 
@@ -43,23 +57,40 @@ KINDS = ["lost", "duplicated", "misplaced", "id_mismatch", "misattributed", "reo
 MESSAGES_SQL = "SELECT id, from_user_id, to_user_id, content, status FROM Messages ORDER BY id"
 OUTBOX_SQL = "SELECT request_id, to_user_id, content, status FROM MessageRequests ORDER BY request_id"
 RELAY_BUSY_TIMEOUT = 5.0  # Database.defaultBusyTimeout, used by RelayStore
+DEFAULT_DEVICES = "1,2,3,2"  # devices per user, cycled over the users
 
 
 def new_anomalies():
     return {k: [] for k in KINDS}
 
 
+# --- Devices: a device is (user id, device number from 1); a file is a device's ----------
+
+
+def dev(key):
+    """How a device is named in the anomalies."""
+    return f"user {key[0]}'s device {key[1]}"
+
+
+def devices_by_user(keys):
+    """{user: [its device keys, sorted]} of device keys (u, d)."""
+    out = {}
+    for k in sorted(keys):
+        out.setdefault(k[0], []).append(k)
+    return out
+
+
 # --- The history of samples (compact: per file, per message, the status changes) -----
 
 
 class History:
-    """Rounds of samples. rounds[r] = (start, end) times; files[uid] = {"sampled": [r…],
+    """Rounds of samples. rounds[r] = (start, end) times; files[device] = {"sampled": [r…],
     "changes": {id: [(r, rank)…]} (rank -1: absent), "meta": {id: (from, to, content)},
-    "state": {id: rank} (the last sample)}."""
+    "state": {id: rank} (the last sample)}; a device is (user, device number)."""
 
-    def __init__(self, users):
+    def __init__(self, devices):
         self.rounds = []
-        self.files = {u: {"sampled": [], "changes": {}, "meta": {}, "state": {}} for u in users}
+        self.files = {k: {"sampled": [], "changes": {}, "meta": {}, "state": {}} for k in devices}
 
     def begin(self):
         self.rounds.append([time.monotonic(), None])
@@ -68,11 +99,11 @@ class History:
     def end(self, r):
         self.rounds[r][1] = time.monotonic()
 
-    def record(self, r, uid, snapshot):
-        """snapshot: {id: (from, to, content, status)} of one file at round r, or None (unreadable)."""
+    def record(self, r, key, snapshot):
+        """snapshot: {id: (from, to, content, status)} of one device's file at round r, or None (unreadable)."""
         if snapshot is None:
             return
-        f = self.files[uid]
+        f = self.files[key]
         f["sampled"].append(r)
         state, changes = f["state"], f["changes"]
         for mid, (frm, to, content, status) in snapshot.items():
@@ -103,95 +134,128 @@ def next_sampled(sampled, r):
     return None
 
 
+def recipient_lacks(h, rdevs, by_content, mid, content, r, want):
+    """Whether no device of the recipient (rdevs) had the message at rank `want` or above
+    at or before its first sample after round r: None when one had it, or when a device
+    has no sample after r (no verdict); else [(device, that sample, its rank there)]."""
+    seen = []
+    for rk in rdevs:
+        rf = h.files[rk]
+        later = next_sampled(rf["sampled"], r)
+        if later is None:
+            return None
+        rid = mid if mid in rf["meta"] else by_content[rk].get(content, mid)
+        changes = rf["changes"].get(rid, ())
+        if any(cr <= later and crank >= want for cr, crank in changes):
+            return None
+        seen.append((rk, later, rank_at(changes, later)))
+    return seen
+
+
 def check_history(h, anomalies):
-    """status_backwards, vanished, premature_delivered, premature_read over the samples."""
-    for uid, f in h.files.items():
+    """status_backwards, vanished (per device), premature_delivered, premature_read (a
+    device of the sender against every device of the recipient) over the samples."""
+    for key, f in h.files.items():
         for mid, changes in f["changes"].items():
             last = None
             for r, rank in changes:
                 if rank == -1:
-                    anomalies["vanished"].append(f"user {uid}'s file: message {mid} {f['meta'][mid]} gone in round {r}")
+                    anomalies["vanished"].append(f"{dev(key)}'s file: message {mid} {f['meta'][mid]} gone in round {r}")
                     break
                 if last is not None and rank < last:
                     anomalies["status_backwards"].append(
-                        f"user {uid}'s file: message {mid} went {NAME[last]} -> {NAME[rank]} in round {r}")
+                        f"{dev(key)}'s file: message {mid} went {NAME[last]} -> {NAME[rank]} in round {r}")
                     break
                 last = rank
-    by_content = {uid: {meta[2]: mid for mid, meta in f["meta"].items()} for uid, f in h.files.items()}
-    for s, f in h.files.items():
+    devs = devices_by_user(h.files)
+    by_content = {k: {meta[2]: mid for mid, meta in f["meta"].items()} for k, f in h.files.items()}
+
+    def where(seen):
+        return ", ".join(f"{NAME.get(rank, rank)} on {dev(rk)} in round {later}" for rk, later, rank in seen)
+
+    for key, f in h.files.items():
+        s = key[0]
         for mid, changes in f["changes"].items():
             frm, to, content = f["meta"][mid]
-            if frm != s or to not in h.files:
+            if frm != s or to not in devs:
                 continue
-            rf = h.files[to]
-            rid = mid if mid in rf["meta"] else by_content[to].get(content, mid)
             first_delivered = next(((r, k) for r, k in changes if k >= 1), None)
             first_read = next((r for r, k in changes if k == 2), None)
             if first_delivered and first_delivered[1] == 1:
                 r = first_delivered[0]
-                later = next_sampled(rf["sampled"], r)
-                if later is not None and rank_at(rf["changes"].get(rid), later) < 0:
+                seen = recipient_lacks(h, devs[to], by_content, mid, content, r, 0)
+                if seen:
                     anomalies["premature_delivered"].append(
-                        f"message {mid} ({content}, {frm}->{to}): DELIVERED at the sender in round {r}, "
-                        f"not in the recipient's file in round {later}")
+                        f"message {mid} ({content}, {frm}->{to}): DELIVERED on {dev(key)} in round {r}, "
+                        f"on no device of the recipient at their next sample ({where(seen)})")
             if first_read is not None:
-                later = next_sampled(rf["sampled"], first_read)
-                if later is not None:
-                    have = rank_at(rf["changes"].get(rid), later)
-                    if have != 2:
-                        anomalies["premature_read"].append(
-                            f"message {mid} ({content}, {frm}->{to}): READ at the sender in round {first_read}, "
-                            f"{NAME.get(have, have)} in the recipient's file in round {later}")
+                seen = recipient_lacks(h, devs[to], by_content, mid, content, first_read, 2)
+                if seen:
+                    anomalies["premature_read"].append(
+                        f"message {mid} ({content}, {frm}->{to}): READ on {dev(key)} in round {first_read}, "
+                        f"read on no device of the recipient at their next sample ({where(seen)})")
 
 
 # --- The end state ------------------------------------------------------------------
 
 
 def check_final(sent, maybe, final, relay_left, failed_checks, anomalies):
-    """sent: [(content, from, to)] in queue order per sender; maybe: contents whose send
-    failed (they may or may not exist); final: {uid: {"messages": [(id, from, to, content,
-    status)], "outbox": [(request_id, to, content, status)]}}; relay_left: RelayMessages
-    rows; failed_checks: ["what failed"]."""
-    index = {u: {} for u in final}
-    for u, f in final.items():
+    """sent: [(content, from, to, device number)] in queue order per sending device; maybe:
+    contents whose send failed (they may or may not exist); final: {(user, device):
+    {"messages": [(id, from, to, content, status)], "outbox": [(request_id, to, content,
+    status)]}}; relay_left: undelivered RelayMessages rows; failed_checks: ["what failed"].
+    Every device of the sender and of the recipient must hold each message once."""
+    devs = devices_by_user(final)
+    index = {k: {} for k in final}
+    for k, f in final.items():
         for row in f["messages"]:
-            index[u].setdefault(row[3], []).append(row)
-    expected = {c: (s, r) for c, s, r in sent}
+            index[k].setdefault(row[3], []).append(row)
+    expected = {c: (s, r) for c, s, r, _ in sent}
     order = {}
-    for c, s, r in sent:
-        copies = {u: index.get(u, {}).get(c, []) for u in (s, r)}
-        for u, rows in copies.items():
+    for c, s, r, d in sent:
+        what = f"{c} ({s}->{r}, queued on {dev((s, d))})"
+        ids = {}
+        for u in dict.fromkeys((s, r)):
             who = "sender" if u == s else "recipient"
-            if not rows:
-                anomalies["lost"].append(f"{c} ({s}->{r}): not in the {who}'s file (user {u})")
-            elif len(rows) > 1:
-                anomalies["duplicated"].append(f"{c} ({s}->{r}): {len(rows)} times in the {who}'s file (user {u}), ids {[x[0] for x in rows]}")
-        if len(copies[s]) == 1 and len(copies[r]) == 1 and copies[s][0][0] != copies[r][0][0]:
-            anomalies["id_mismatch"].append(f"{c} ({s}->{r}): id {copies[s][0][0]} at the sender, {copies[r][0][0]} at the recipient")
-        for u in final:
-            if u not in (s, r) and c in index[u]:
-                anomalies["misplaced"].append(f"{c} ({s}->{r}): also in user {u}'s file, ids {[x[0] for x in index[u][c]]}")
-        for u in (s, r):
-            for row in copies[u]:
-                if (row[1], row[2]) != (s, r):
-                    anomalies["misattributed"].append(
-                        f"{c}: queued by user {s} to {r}, stored in user {u}'s file as message {row[0]} from {row[1]} to {row[2]}")
-        if len(copies[r]) == 1:
-            order.setdefault((s, r), []).append((c, copies[r][0][0]))
-    for u, f in final.items():
+            if not devs.get(u):
+                anomalies["lost"].append(f"{what}: the {who} (user {u}) has no device file")
+            for k in devs.get(u, []):
+                rows = index[k].get(c, [])
+                if not rows:
+                    anomalies["lost"].append(f"{what}: not in the {who}'s {dev(k)}'s file")
+                elif len(rows) > 1:
+                    anomalies["duplicated"].append(f"{what}: {len(rows)} times in the {who}'s {dev(k)}'s file, ids {[x[0] for x in rows]}")
+                else:
+                    ids[k] = rows[0][0]
+                for row in rows:
+                    if (row[1], row[2]) != (s, r):
+                        anomalies["misattributed"].append(
+                            f"{c}: queued by user {s} to {r}, stored on {dev(k)} as message {row[0]} from {row[1]} to {row[2]}")
+        if len(set(ids.values())) > 1:
+            anomalies["id_mismatch"].append(f"{what}: ids differ: " + ", ".join(f"{i} on {dev(k)}" for k, i in sorted(ids.items())))
+        for k in final:
+            if k[0] not in (s, r) and c in index[k]:
+                anomalies["misplaced"].append(f"{what}: also on {dev(k)}, ids {[x[0] for x in index[k][c]]}")
+        order.setdefault((s, d, r), []).append(c)
+    for u_k, f in final.items():
         for row in f["messages"]:
             if row[3] not in expected and row[3] not in maybe:
-                anomalies["misattributed"].append(f"user {u}'s file: message {row[0]} from {row[1]} to {row[2]} ({row[3]!r}) was never sent")
+                anomalies["misattributed"].append(f"{dev(u_k)}'s file: message {row[0]} from {row[1]} to {row[2]} ({row[3]!r}) was never sent")
             elif row[4] != "READ" and row[3] in expected:
-                anomalies["not_read_at_end"].append(f"user {u}'s file: message {row[0]} ({row[3]}, {row[1]}->{row[2]}) is {row[4]}")
+                anomalies["not_read_at_end"].append(f"{dev(u_k)}'s file: message {row[0]} ({row[3]}, {row[1]}->{row[2]}) is {row[4]}")
         for row in f["outbox"]:
-            anomalies["outbox_left"].append(f"user {u}'s outbox: request {row[0]} to {row[1]} ({row[2]}) is {row[3]}")
-    for (s, r), seq in order.items():
-        for (c1, i1), (c2, i2) in zip(seq, seq[1:]):
-            if i2 <= i1:
-                anomalies["reordered"].append(f"{s}->{r}: {c1} queued before {c2}, but ids {i1} >= {i2} in the recipient's file")
+            anomalies["outbox_left"].append(f"{dev(u_k)}'s outbox: request {row[0]} to {row[1]} ({row[2]}) is {row[3]}")
+    # One sending device's messages to one recipient keep that device's queue order, on
+    # every device of both users; two devices of a user have no order between them.
+    for (s, d, r), seq in order.items():
+        for k in devs.get(s, []) + (devs.get(r, []) if r != s else []):
+            have = [(c, index[k][c][0][0]) for c in seq if len(index[k].get(c, [])) == 1]
+            for (c1, i1), (c2, i2) in zip(have, have[1:]):
+                if i2 <= i1:
+                    anomalies["reordered"].append(
+                        f"{dev((s, d))} -> user {r}: {c1} queued before {c2}, but ids {i1} >= {i2} in {dev(k)}'s file")
     for row in relay_left:
-        anomalies["relay_left"].append(f"relay.db: RelayMessages row {row}")
+        anomalies["relay_left"].append(f"relay.db: undelivered RelayMessages row {row}")
     for text in failed_checks:
         anomalies["check_failed"].append(text)
 
@@ -215,41 +279,57 @@ def report(anomalies, limit=5):
 
 
 def self_test():
-    users = [1, 2, 3]
-    sent = [("a", 1, 2), ("b", 1, 2), ("c", 2, 1), ("d", 3, 1), ("e", 1, 2)]
-    ids = {"a": 101, "b": 102, "c": 103, "d": 104, "e": 105}
+    # Users 1 and 2 have two devices each, user 3 one. User 1's device 2 queues "e" after
+    # its device 1 queued "a" and "b", and the relay gives "e" the smallest id: two
+    # devices have no order between them, so the clean history must stay clean.
+    keys = [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1)]
+    devs = devices_by_user(keys)
+    sent = [("a", 1, 2, 1), ("b", 1, 2, 1), ("c", 2, 1, 2), ("d", 3, 1, 1), ("e", 1, 2, 2), ("f", 1, 2, 1)]
+    ids = {"a": 101, "b": 102, "c": 103, "d": 104, "e": 100, "f": 106}
 
     def good_final():
-        msgs = {u: [] for u in users}
-        for c, s, r in sent:
-            for u in (s, r):
-                msgs[u].append((ids[c], s, r, c, "READ"))
-        return {u: {"messages": sorted(msgs[u]), "outbox": []} for u in users}
+        msgs = {k: [] for k in keys}
+        for c, s, r, _ in sent:
+            for k in devs[s] + devs[r]:
+                msgs[k].append((ids[c], s, r, c, "READ"))
+        return {k: {"messages": sorted(msgs[k]), "outbox": []} for k in keys}
 
     def snapshots_of(final_state):
-        return {u: {row[0]: row[1:] for row in f["messages"]} for u, f in final_state.items()}
+        return {k: {row[0]: row[1:] for row in f["messages"]} for k, f in final_state.items()}
 
     def good_rounds():
-        """Five rounds: queued; stored at the sender SYNCED; at the recipient; DELIVERED; READ."""
+        """Six rounds, per message: 0 queued; 1 stored SYNCED on the sending device; 2 on
+        the recipient's last device DELIVERED; 3 on every device of the sender DELIVERED,
+        read on the recipient's last device; 4 READ on the sender's devices, while the
+        recipient's other devices still lack it; 5 those have it (DELIVERED). So one
+        device of the recipient having it (having read it) suffices."""
         rounds = []
-        for stage in range(5):
-            snap = {u: {} for u in users}
-            for c, s, r in sent:
-                if stage >= 1:
-                    snap[s][ids[c]] = (s, r, c, ["SYNCED", "SYNCED", "SYNCED", "DELIVERED", "READ"][stage])
-                if stage >= 2:
-                    snap[r][ids[c]] = (s, r, c, ["SYNCED", "SYNCED", "DELIVERED", "DELIVERED", "READ"][stage])
+        for stage in range(6):
+            snap = {k: {} for k in keys}
+            for c, s, r, d in sent:
+                row = lambda status: (s, r, c, status)
+                for k in devs[s]:
+                    if k == (s, d) and stage in (1, 2):
+                        snap[k][ids[c]] = row("SYNCED")
+                    elif stage >= 3:
+                        snap[k][ids[c]] = row("DELIVERED" if stage == 3 else "READ")
+                last = devs[r][-1]
+                for k in devs[r]:
+                    if k == last and stage >= 2:
+                        snap[k][ids[c]] = row("DELIVERED" if stage == 2 else "READ")
+                    elif k != last and stage >= 5:
+                        snap[k][ids[c]] = row("DELIVERED")
             rounds.append(snap)
         return rounds
 
     def run(final=None, rounds=None, relay_left=(), failed=(), events=(), maybe=()):
         final = final or good_final()
         rounds = rounds or good_rounds()
-        h = History(users)
+        h = History(keys)
         for snap in rounds + [snapshots_of(final)]:
             r = h.begin()
-            for u in users:
-                h.record(r, u, snap.get(u))
+            for k in keys:
+                h.record(r, k, snap.get(k))
             h.end(r)
         a = new_anomalies()
         check_final(sent, set(maybe), final, list(relay_left), list(failed), a)
@@ -267,57 +347,88 @@ def self_test():
         fn(rs)
         return rs
 
-    def drop(f, u, c):
-        f[u]["messages"] = [m for m in f[u]["messages"] if m[3] != c]
+    def drop(f, k, c):
+        f[k]["messages"] = [m for m in f[k]["messages"] if m[3] != c]
 
-    def swap_ids(f, u, c1, c2):
-        m = {row[3]: row for row in f[u]["messages"]}
+    def swap_ids(f, k, c1, c2):
+        m = {row[3]: row for row in f[k]["messages"]}
         a, b = m[c1], m[c2]
-        f[u]["messages"] = sorted([row for row in f[u]["messages"] if row[3] not in (c1, c2)]
+        f[k]["messages"] = sorted([row for row in f[k]["messages"] if row[3] not in (c1, c2)]
                                   + [(b[0],) + a[1:], (a[0],) + b[1:]])
 
-    def set_status(snap, u, mid, status):
-        snap[u][mid] = snap[u][mid][:3] + (status,)
+    def set_id(f, k, c, new):
+        f[k]["messages"] = sorted([(new,) + row[1:] if row[3] == c else row for row in f[k]["messages"]])
 
-    cases = {
-        "lost": run(final=plant(lambda f: drop(f, 2, "a"))),
-        "duplicated": run(final=plant(lambda f: f[2]["messages"].append((999, 1, 2, "a", "READ")))),
-        "misplaced": run(final=plant(lambda f: f[3]["messages"].append((101, 1, 2, "a", "READ")))),
-        "id_mismatch": run(final=plant(lambda f: (drop(f, 2, "e"), f[2]["messages"].append((998, 1, 2, "e", "READ"))))),
-        "misattributed": run(final=plant(lambda f: (drop(f, 1, "d"), drop(f, 3, "d"),
-                                                     f[1]["messages"].append((104, 2, 1, "d", "READ")),
-                                                     f[3]["messages"].append((104, 2, 1, "d", "READ"))))),
-        "reordered": run(final=plant(lambda f: (swap_ids(f, 2, "a", "b"), swap_ids(f, 1, "a", "b")))),
-        "status_backwards": run(rounds=rounds_with(lambda rs: set_status(rs[4], 2, 101, "SYNCED"))),
-        "vanished": run(rounds=rounds_with(lambda rs: rs[3][2].pop(102))),
-        "premature_delivered": run(rounds=rounds_with(lambda rs: (set_status(rs[1], 1, 105, "DELIVERED"),
-                                                                 set_status(rs[2], 1, 105, "DELIVERED"), rs[2][2].pop(105)))),
-        "premature_read": run(rounds=rounds_with(lambda rs: (set_status(rs[2], 1, 101, "READ"), set_status(rs[3], 1, 101, "READ")))),
-        "not_read_at_end": run(final=plant(lambda f: f[1]["messages"].__setitem__(0, f[1]["messages"][0][:4] + ("DELIVERED",)))),
-        "outbox_left": run(final=plant(lambda f: f[1]["outbox"].append((7, 2, "f", "FAILED")))),
-        "relay_left": run(relay_left=[(105, 1, 2)]),
-        "check_failed": run(failed=["chatdb check --full of user 2's file exited 4"]),
-        "client_exit": run(events=[("client_exit", "chat-sync run for user 2 exited 77")]),
-        "relay_exit": run(events=[("relay_exit", "chat-relay serve exited 70")]),
-    }
+    def set_status(snap, k, mid, status):
+        snap[k][mid] = snap[k][mid][:3] + (status,)
+
+    def each(f, fn):
+        for k in keys:
+            fn(f, k)
+
+    # (kind, what is planted, anomalies)
+    cases = [
+        ("lost", "a missing from the recipient's second device only", run(final=plant(lambda f: drop(f, (2, 2), "a")))),
+        ("lost", "e (queued on user 1's device 2) missing from user 1's device 1 only",
+         run(final=plant(lambda f: drop(f, (1, 1), "e")))),
+        ("lost", "d missing from its sender, a user with one device", run(final=plant(lambda f: drop(f, (3, 1), "d")))),
+        ("duplicated", "a twice on the recipient's second device", run(final=plant(lambda f: f[(2, 2)]["messages"].append((999, 1, 2, "a", "READ"))))),
+        ("misplaced", "a on a third user's device", run(final=plant(lambda f: f[(3, 1)]["messages"].append((101, 1, 2, "a", "READ"))))),
+        ("id_mismatch", "f under another id on the sender's other device",
+         run(final=plant(lambda f: set_id(f, (1, 2), "f", 998)))),
+        ("id_mismatch", "e under another id on both devices of the recipient (the sender's devices agree)",
+         run(final=plant(lambda f: (set_id(f, (2, 1), "e", 997), set_id(f, (2, 2), "e", 997))))),
+        ("misattributed", "d stored as from user 2 on user 1's second device",
+         run(final=plant(lambda f: set_attr(f, (1, 2), "d", 2, 1)))),
+        ("misattributed", "a message nobody sent on user 2's second device",
+         run(final=plant(lambda f: f[(2, 2)]["messages"].append((996, 1, 2, "zz", "READ"))))),
+        ("reordered", "a and b of user 1's device 1 in swapped order on every device",
+         run(final=plant(lambda f: each(f, lambda f, k: swap_ids(f, k, "a", "b") if k[0] in (1, 2) else None)))),
+        ("status_backwards", "a READ -> SYNCED on the recipient's second device", run(rounds=rounds_with(lambda rs: set_status(rs[5], (2, 2), 101, "SYNCED")))),
+        ("vanished", "b gone from the recipient's second device for a round", run(rounds=rounds_with(lambda rs: rs[4][(2, 2)].pop(102)))),
+        ("premature_delivered", "f DELIVERED on the sender's second device before any device of the recipient has it",
+         run(rounds=rounds_with(lambda rs: (rs[1][(1, 2)].__setitem__(106, (1, 2, "f", "DELIVERED")),
+                                            rs[2][(1, 2)].__setitem__(106, (1, 2, "f", "DELIVERED")), rs[2][(2, 2)].pop(106))))),
+        ("premature_read", "a READ on the sender's second device while the recipient's devices have it unread",
+         run(rounds=rounds_with(lambda rs: (rs[2][(1, 2)].__setitem__(101, (1, 2, "a", "READ")),
+                                            rs[3][(1, 2)].__setitem__(101, (1, 2, "a", "READ")), set_status(rs[3], (2, 2), 101, "DELIVERED"))))),
+        ("not_read_at_end", "a DELIVERED on the recipient's device 1 (the other device read it)",
+         run(final=plant(lambda f: f[(2, 1)]["messages"].__setitem__(1, f[(2, 1)]["messages"][1][:4] + ("DELIVERED",))))),
+        ("outbox_left", "a request left on user 1's second device", run(final=plant(lambda f: f[(1, 2)]["outbox"].append((7, 2, "g", "FAILED"))))),
+        ("relay_left", "an undelivered relay row", run(relay_left=[(105, 1, 2)])),
+        ("check_failed", "a failed check", run(failed=["chatdb check --full of user 2's device 2's file exited 4"])),
+        ("client_exit", "a run that exited", run(events=[("client_exit", "chat-sync run on user 2's device 2 exited 77")])),
+        ("relay_exit", "the relay that exited", run(events=[("relay_exit", "chat-relay serve exited 70")])),
+    ]
     baseline = run()
     ok = True
     if any(baseline.values()):
         ok = False
         print(f"   self-test: the clean history reports {report(baseline)}", file=sys.stderr)
+    else:
+        print("   self-test: the clean history (two devices of a user interleaved, one device of the recipient "
+              "having a message first) reports nothing")
     for kind in KINDS:
-        got = cases[kind]
+        if not any(k == kind for k, _, _ in cases):
+            ok = False
+            print(f"   self-test: {kind:20s} NOT PLANTED")
+    for kind, what, got in cases:
         caught = len(got[kind]) > 0
         also = [k for k in KINDS if k != kind and got[k]]
-        print(f"   self-test: {kind:20s} {'caught' if caught else 'MISSED'}: {got[kind][0] if caught else ''}"
+        print(f"   self-test: {kind:20s} {'caught' if caught else 'MISSED'} ({what}): {got[kind][0] if caught else ''}"
               + (f" (also: {', '.join(also)})" if also else ""))
         ok &= caught
     # A message missing from the recipient while the sender shows it READ (bug 1's shape).
-    both = run(final=plant(lambda f: drop(f, 2, "e")), rounds=rounds_with(lambda rs: [snap[2].pop(105, None) for snap in rs]))
+    both = run(final=plant(lambda f: (drop(f, (2, 1), "f"), drop(f, (2, 2), "f"))),
+               rounds=rounds_with(lambda rs: [snap[k].pop(106, None) for snap in rs for k in devs[2]]))
     shape = bool(both["lost"]) and bool(both["premature_read"])
     print(f"   self-test: lost while READ at the sender: {'caught' if shape else 'MISSED'} (lost={len(both['lost'])}, premature_read={len(both['premature_read'])})")
     print(f"== History self-test: {'every planted anomaly caught' if ok and shape else 'FAILED'}")
     return 0 if ok and shape else 1
+
+
+def set_attr(f, k, c, frm, to):
+    f[k]["messages"] = [row[:1] + (frm, to) + row[3:] if row[3] == c else row for row in f[k]["messages"]]
 
 
 # --- The loopback proxy ---------------------------------------------------------------
@@ -523,13 +634,24 @@ def main():
     p.add_argument("--long", action="store_true")
     p.add_argument("--users", type=int)
     p.add_argument("--messages", type=int)
+    p.add_argument("--devices", default=DEFAULT_DEVICES,
+                   help=f"devices per user: N for every user, or a list cycled over the users (default {DEFAULT_DEVICES})")
     p.add_argument("--self-test", action="store_true")
     a = p.parse_args()
     if a.self_test:
         return self_test()
     if not a.bin or not a.work:
         p.error("--bin and --work are needed (or --self-test)")
+    try:
+        pattern = [int(x) for x in a.devices.split(",")]
+    except ValueError:
+        pattern = []
+    if not pattern or min(pattern) < 1:
+        p.error("--devices takes a whole number from 1 or a comma-separated list of them")
     users = list(range(1, (a.users or (10 if a.long else 4)) + 1))
+    ndev = {u: pattern[i % len(pattern)] for i, u in enumerate(users)}
+    keys = [(u, d) for u in users for d in range(1, ndev[u] + 1)]
+    user_devs = devices_by_user(keys)
     per_user = a.messages or (200 if a.long else 20)
     min_relay_kills, min_client_kills = (20, 30) if a.long else (3, 4)
     rng = random.Random(a.seed)
@@ -556,13 +678,15 @@ def main():
     try:
         # --- relay, users, tokens
         tokens = {}
-        for u in users:
-            r = subprocess.run([BIN["chat-relay"], "user", "add", "--db", relay_db, "--id", str(u), "--name", f"User{u}"],
-                               capture_output=True, text=True, timeout=60)
+        for u, d in keys:
+            # The first device's token comes from `user add`, the others' from `device add`.
+            argv = (["user", "add", "--db", relay_db, "--id", str(u), "--name", f"User{u}"] if d == 1
+                    else ["device", "add", "--db", relay_db, "--user", str(u), "--name", f"device{d}"])
+            r = subprocess.run([BIN["chat-relay"]] + argv, capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
-                sys.exit(f"chat-relay user add: {r.stderr}")
-            tokens[u] = os.path.join(work, f"token-{u}")
-            fd = os.open(tokens[u], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                sys.exit(f"chat-relay {' '.join(argv[:2])}: {r.stderr}")
+            tokens[(u, d)] = os.path.join(work, f"token-{u}-{d}")
+            fd = os.open(tokens[(u, d)], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.write(fd, r.stdout.strip().splitlines()[-1].encode() + b"\n")
             os.close(fd)
         faults = (f"drop-response={rng.uniform(0.05, 0.15):.2f},error-503={rng.uniform(0.05, 0.15):.2f},"
@@ -597,20 +721,21 @@ def main():
         proxy = Proxy(port[0], a.seed * 7919 + 1, sync_503=0.2, sync_drop=0.15, ws_503=0.07, ws_drop=0.05)
         server = f"http://127.0.0.1:{proxy.port}"
         clients, dirs = {}, {}
-        for u in users:
-            dirs[u] = os.path.join(work, f"user{u}")
-            os.makedirs(dirs[u], mode=0o700)
-            clients[u] = Proc(f"sync{u}", [BIN["chat-sync"], "run", "--data-dir", dirs[u], "--user", str(u),
-                                           "--server", server, "--token-file", tokens[u]], {}, work)
-            procs.append(clients[u])
-            clients[u].start()
-        dbs = {u: os.path.join(dirs[u], f"chats-{u}.db") for u in users}
+        for k in keys:
+            u, d = k
+            dirs[k] = os.path.join(work, f"user{u}-device{d}")
+            os.makedirs(dirs[k], mode=0o700)
+            clients[k] = Proc(f"sync{u}d{d}", [BIN["chat-sync"], "run", "--data-dir", dirs[k], "--user", str(u),
+                                               "--server", server, "--token-file", tokens[k]], {}, work)
+            procs.append(clients[k])
+            clients[k].start()
+        dbs = {k: os.path.join(dirs[k], f"chats-{k[0]}.db") for k in keys}
 
-        def client_cmd(u, args, timeout=60):
-            """`chat-sync send/read` as user u; killed on timeout and when this script ends."""
+        def client_cmd(k, args, timeout=60):
+            """`chat-sync send/read` on device k; killed on timeout and when this script ends."""
             if stop_all.is_set() and args[0] != "read":
                 raise SystemExit
-            pr = subprocess.Popen([BIN["chat-sync"]] + args[:1] + ["--data-dir", dirs[u], "--user", str(u)] + args[1:],
+            pr = subprocess.Popen([BIN["chat-sync"]] + args[:1] + ["--data-dir", dirs[k], "--user", str(k[0])] + args[1:],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
             with transient_lock:
                 transient.add(pr)
@@ -625,18 +750,18 @@ def main():
             return subprocess.CompletedProcess(pr.args, pr.returncode, out, err)
 
         # --- sampler
-        history = History(users)
+        history = History(keys)
         latest = {}
         sample_lock = threading.Lock()
 
         def sample_round():
             with sample_lock:
                 r = history.begin()
-                for u in users:
-                    snap, outbox = read_file(dbs[u])
-                    history.record(r, u, snap)
+                for k in keys:
+                    snap, outbox = read_file(dbs[k])
+                    history.record(r, k, snap)
                     if snap is not None:
-                        latest[u] = (snap, outbox)
+                        latest[k] = (snap, outbox)
                 history.end(r)
 
         def sampler():
@@ -676,7 +801,7 @@ def main():
 
         # --- senders and readers
         client_kills = {"SIGKILL": 0, "SIGTERM": 0}
-        downs = {}  # uid -> time to restart its run
+        downs = {}  # device -> time to restart its run
         sent_lock = threading.Lock()
         sent, maybe = [], set()
         sends_left = [len(users)]
@@ -691,21 +816,22 @@ def main():
                         return
                     time.sleep(srng.uniform(0.2, 2.0) if a.long else srng.uniform(1.0, 5.0))
                     to = srng.choice([v for v in users if v != u])
-                    away = [v for v in list(downs) if v != u]
-                    if away and srng.random() < 0.6:  # a message for someone whose run is down
+                    away = sorted({v for v, _ in list(downs) if v != u})
+                    if away and srng.random() < 0.6:  # a message for someone with a run down
                         to = srng.choice(away)
+                    d = srng.randint(1, ndev[u])  # from a random device of the user
                     content = f"h{a.seed}-u{u}-n{k}"
                     for attempt in range(40):
-                        r = client_cmd(u, ["send", "--server", server, "--token-file", tokens[u], "--to", str(to), content])
+                        r = client_cmd((u, d), ["send", "--server", server, "--token-file", tokens[(u, d)], "--to", str(to), content])
                         if r.returncode != 75:
                             break
                         time.sleep(0.25)
                     with sent_lock:
                         if r.returncode == 0:
-                            sent.append((content, u, to))
+                            sent.append((content, u, to, d))
                         else:
                             maybe.add(content)
-                            send_failures.append(f"user {u}: chat-sync send {content} exited {r.returncode}: {r.stderr.strip()[:200]}")
+                            send_failures.append(f"{dev((u, d))}: chat-sync send {content} exited {r.returncode}: {r.stderr.strip()[:200]}")
             finally:
                 with sent_lock:
                     sends_left[0] -= 1
@@ -713,7 +839,8 @@ def main():
         def reader(u):
             rrng = random.Random(a.seed * 1000 + 500 + u)
             while not stop_all.wait(rrng.uniform(0.5, 3.0)) and not reads_off.is_set():
-                client_cmd(u, ["read", "--with", str(rrng.choice([v for v in users if v != u]))])
+                d = rrng.randint(1, ndev[u])  # on a random device of the user
+                client_cmd((u, d), ["read", "--with", str(rrng.choice([v for v in users if v != u]))])
 
         def reap():
             """A process that ended untold is an anomaly; it is started again."""
@@ -722,11 +849,11 @@ def main():
                                              f"({relay.log}: {relay.tail()})"))
                 log(f"relay exited {relay.proc.returncode} untold; restarting")
                 start_relay(proxy.faults_on)
-            for u, c in clients.items():
+            for k, c in clients.items():
                 if not c.expected_down and not c.alive():
-                    events.append(("client_exit", f"chat-sync run for user {u} exited {c.proc.returncode} untold "
+                    events.append(("client_exit", f"chat-sync run on {dev(k)} exited {c.proc.returncode} untold "
                                                   f"({c.log}: {c.tail()})"))
-                    log(f"chat-sync run for user {u} exited {c.proc.returncode} untold; restarting")
+                    log(f"chat-sync run on {dev(k)} exited {c.proc.returncode} untold; restarting")
                     c.start()
 
         for target in [sampler, lock_holder] + [lambda u=u: sender(u) for u in users] + [lambda u=u: reader(u) for u in users]:
@@ -744,17 +871,17 @@ def main():
                 reap()
                 if kick.is_set():
                     kick.clear()
-                    up = [v for v in users if v not in downs]
+                    up = [k for k in keys if k not in downs]
                     if up and not lock_stop.is_set():
                         time.sleep(crng.uniform(0, 0.5))
-                        u = crng.choice(up)
-                        clients[u].stop(signal.SIGKILL)
+                        k = crng.choice(up)
+                        clients[k].stop(signal.SIGKILL)
                         client_kills["SIGKILL"] += 1
-                        clients[u].start()
-                for u, t in list(downs.items()):
+                        clients[k].start()
+                for k, t in list(downs.items()):
                     if time.monotonic() >= t:
-                        del downs[u]
-                        clients[u].start()
+                        del downs[k]
+                        clients[k].start()
                 time.sleep(0.05)
 
         chaos_deadline = time.monotonic() + (3600 if a.long else 600)
@@ -765,18 +892,18 @@ def main():
                 break
             wait(crng.uniform(1.0, 4.0) if a.long else crng.uniform(1.0, 3.0))
             sig = crng.choice([signal.SIGKILL, signal.SIGTERM])
-            if crng.random() < relay_share or len(downs) >= len(users) - 1:
+            if crng.random() < relay_share or len(downs) >= len(keys) - 1:
                 relay.stop(sig)
                 relay_kills[sig.name] += 1
                 wait(crng.uniform(0, 1.0))
                 start_relay(True)
             else:
-                u = crng.choice([v for v in users if v not in downs])
-                status = clients[u].stop(sig)
+                k = crng.choice([x for x in keys if x not in downs])
+                status = clients[k].stop(sig)
                 client_kills[sig.name] += 1
                 if sig == signal.SIGTERM and status != 0:
-                    events.append(("client_exit", f"chat-sync run for user {u} exited {status} on SIGTERM ({clients[u].log}: {clients[u].tail()})"))
-                downs[u] = time.monotonic() + crng.uniform(0, 5.0)
+                    events.append(("client_exit", f"chat-sync run on {dev(k)} exited {status} on SIGTERM ({clients[k].log}: {clients[k].tail()})"))
+                downs[k] = time.monotonic() + crng.uniform(0, 5.0)
         chaos_end = time.monotonic()
         log(f"chaos over: {len(sent)} messages queued, {sum(relay_kills.values())} relay kills, {sum(client_kills.values())} client kills")
 
@@ -788,13 +915,13 @@ def main():
         proxy.faults_on = False
         relay.stop(signal.SIGTERM)
         start_relay(False)
-        for u in list(downs):
-            del downs[u]
-            clients[u].start()
+        for k in list(downs):
+            del downs[k]
+            clients[k].start()
         wait(0.5)
 
         def all_outboxes_empty():
-            return all(u in latest and not latest[u][1] for u in users)
+            return all(k in latest and not latest[k][1] for k in keys)
 
         deadline = time.monotonic() + (600 if a.long else 150)
         while time.monotonic() < deadline and not all_outboxes_empty():
@@ -813,23 +940,29 @@ def main():
                 return [("unreadable", str(e))]
 
         def state_key():
-            return tuple((u, tuple(sorted((m, v[3]) for m, v in latest[u][0].items())), len(latest[u][1])) for u in users)
+            return tuple((k, tuple(sorted((m, v[3]) for m, v in latest.get(k, ({}, []))[0].items())), len(latest.get(k, ({}, []))[1]))
+                         for k in keys)
 
         def settled():
-            expected = {c for c, _, _ in sent}
-            for u in users:
-                mine = [v for v in latest[u][0].values() if v[2] in expected]
-                if latest[u][1] or any(v[3] != "READ" for v in mine):
+            """Every device has every message its user sent or received, all READ, an empty outbox."""
+            for k in keys:
+                if k not in latest:
+                    return False
+                mine = {v[2]: v[3] for v in latest[k][0].values()}
+                if latest[k][1] or any(mine.get(c) != "READ" for c, s, r, _ in sent if k[0] in (s, r)):
                     return False
             return not relay_rows()
 
+        # Every user reads on one device only; the others must follow (conversation_read).
+        reading = {u: user_devs[u][random.Random(a.seed * 101 + u).randrange(ndev[u])] for u in users}
+        log("reading everything on " + ", ".join(dev(k) for k in reading.values()))
         deadline = time.monotonic() + (300 if a.long else 120)
         last_key, last_change = None, time.monotonic()
         while time.monotonic() < deadline:
             for u in users:
                 for v in users:
                     if v != u:
-                        client_cmd(u, ["read", "--with", str(v)])
+                        client_cmd(reading[u], ["read", "--with", str(v)])
             wait(1.5)
             sample_round()
             if settled():
@@ -845,25 +978,25 @@ def main():
         # --- stop and collect
         stop_all.set()
         threads[0].join(timeout=10)
-        for u, c in clients.items():
+        for k, c in clients.items():
             status = c.stop(signal.SIGTERM)
             if status != 0:
-                events.append(("client_exit", f"chat-sync run for user {u} exited {status} on the final SIGTERM ({c.log}: {c.tail()})"))
+                events.append(("client_exit", f"chat-sync run on {dev(k)} exited {status} on the final SIGTERM ({c.log}: {c.tail()})"))
         reap_status = relay.stop(signal.SIGTERM)
         if reap_status != 0:
             events.append(("relay_exit", f"chat-relay serve exited {reap_status} on the final SIGTERM ({relay.log}: {relay.tail()})"))
         sample_round()
         final, failed = {}, []
-        for u in users:
-            snap, outbox = read_file(dbs[u])
+        for k in keys:
+            snap, outbox = read_file(dbs[k])
             if snap is None:
-                failed.append(f"user {u}'s file is unreadable")
+                failed.append(f"{dev(k)}'s file is unreadable")
                 snap, outbox = {}, []
-            final[u] = {"messages": [(m,) + v for m, v in sorted(snap.items())], "outbox": outbox}
-            r = subprocess.run([BIN["chatdb"], "check", "--full", "--db", dbs[u]], capture_output=True, text=True, timeout=300)
+            final[k] = {"messages": [(m,) + v for m, v in sorted(snap.items())], "outbox": outbox}
+            r = subprocess.run([BIN["chatdb"], "check", "--full", "--db", dbs[k]], capture_output=True, text=True, timeout=300)
             if r.returncode != 0:
-                failed.append(f"chatdb check --full of user {u}'s file exited {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
-        for f in [dbs[u] for u in users] + [relay_db]:
+                failed.append(f"chatdb check --full of {dev(k)}'s file exited {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+        for f in [dbs[k] for k in keys] + [relay_db]:
             try:
                 con = sqlite3.connect(f"file:{f}?mode=ro", uri=True, timeout=10)
                 res = con.execute("PRAGMA integrity_check").fetchall()
@@ -882,7 +1015,8 @@ def main():
             print(f"   note: {text}", file=sys.stderr)
         counts = report(anomalies)
         over = sum(1 for x in holds if x > RELAY_BUSY_TIMEOUT)
-        print(f"== History: seed {a.seed}, {len(users)} users x {per_user} messages ({len(sent)} queued), "
+        print(f"== History: seed {a.seed}, {len(users)} users ({len(keys)} devices: {','.join(str(ndev[u]) for u in users)}) "
+              f"x {per_user} messages ({len(sent)} queued), "
               f"{sum(relay_kills.values())} relay kills ({relay_kills['SIGKILL']} SIGKILL), "
               f"{sum(client_kills.values())} client kills ({client_kills['SIGKILL']} SIGKILL), "
               f"{len(holds)} lock holds ({over} over {RELAY_BUSY_TIMEOUT:.0f} s), proxy faults "
