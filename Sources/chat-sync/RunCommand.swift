@@ -57,6 +57,25 @@ enum RunCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
+    // Ctrl-C / SIGTERM: in-flight sends end, the socket closes, the file is left whole.
+    // Caught before anything else (a signal while the file opens must not kill the run):
+    // one that comes before the engine exists stops it as soon as it does.
+    let stop = Locked<(signal: Int32?, engine: SyncEngine?)>((nil, nil))
+    let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler {
+        logLine("stopping (signal \(number))")
+        let engine = stop.withLock { state -> SyncEngine? in
+          state.signal = number
+          return state.engine
+        }
+        if let engine { Task { await engine.stop() } }
+      }
+      source.resume()
+      return source
+    }
+    defer { signals.forEach { $0.cancel() } }
     let (http, socket) = try options.relay.transports()
     let path = options.file.target.path
     let repository = try options.file.open(create: true)
@@ -71,6 +90,11 @@ enum RunCommand: ParsableCommand {
     let engine = SyncEngine(repository: repository, http: http, socket: socket, options: engineOptions)
     listener?.engine = engine
     defer { listener?.close() }
+    let signalled = stop.withLock { state -> Bool in
+      state.engine = engine
+      return state.signal != nil
+    }
+    if signalled { blocking { await engine.stop() } }
 
     if options.once {
       let outcome = blocking { await engine.runOnce(deadline: Double(options.deadline)) }
@@ -90,18 +114,6 @@ enum RunCommand: ParsableCommand {
       return
     }
 
-    // Ctrl-C / SIGTERM: in-flight sends end, the socket closes, the file is left whole.
-    let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-      signal(number, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-      source.setEventHandler {
-        logLine("stopping (signal \(number))")
-        Task { await engine.stop() }
-      }
-      source.resume()
-      return source
-    }
-    defer { signals.forEach { $0.cancel() } }
     let reporter = Task {
       while !Task.isCancelled {
         try? await Task.sleep(for: .seconds(60))
