@@ -121,11 +121,12 @@ extension RelayProcess {
           }
           _ = Nudge.send("outbox", to: device.db)
         }
-        if round == 3 { try relay.kill9AndRestart() }
-        if round == 6 {
-          // A device's run dies mid-way and comes back.
-          bobLaptop.stop(SIGKILL)
-          try bobLaptop.start()
+        if round == 3 || round == 7 { try relay.kill9AndRestart() }
+        if round >= 4 && round < 9 {
+          // Each device's run dies once mid-way (kill -9) and comes back.
+          let device = devices[round - 4]
+          device.stop(SIGKILL)
+          try device.start()
         }
         try await Task.sleep(for: .milliseconds(100))
       }
@@ -164,6 +165,20 @@ extension RelayProcess {
           }
       }
       #expect(read, "Bob's phone: \(bobPhone.log.suffix(1_500))")
+      // Ada reads on her tablet: her other devices' unread counts clear, Bob's devices show READ.
+      #expect(try adaTablet.cli(["read", "--with", "2"]).status == 0)
+      let readByAda = try await waitUntil(60) {
+        try [adaPhone, adaLaptop].allSatisfy {
+          try $0.count("SELECT count(*) FROM Messages WHERE from_user_id = 2 AND status <> 'READ'") == 0
+        }
+          && [bobPhone, bobLaptop].allSatisfy {
+            try $0.count("SELECT count(*) FROM Messages WHERE from_user_id = 2 AND status <> 'READ'") == 0
+          }
+      }
+      #expect(readByAda, "Ada's phone: \(adaPhone.log.suffix(1_500))")
+      for device in devices {
+        #expect(try device.count("SELECT coalesce(sum(unread_count), 0) FROM ConversationSummaries") == 0)
+      }
       // And Bob's messages are delivered on both of Bob's devices.
       #expect(
         try await waitUntil(60) {
