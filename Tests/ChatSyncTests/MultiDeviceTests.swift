@@ -5,84 +5,6 @@ import Testing
 
 @testable import ChatSync
 
-/// One device of a user: its own data folder, file, outbox and token.
-final class Device {
-  let user: Int64
-  let name: String
-  let folder: String
-  let token: String
-  let relay: RelayProcess
-  private(set) var running: Background?
-  private var runs = 0
-
-  /// The user's first device (the token `user add` printed) or a new one (`device add`).
-  init(user: Int64, name: String, token: String? = nil, relay: RelayProcess, folder: String) throws {
-    self.user = user
-    self.name = name
-    self.relay = relay
-    self.folder = folder + "/user\(user)-\(name)"
-    if let token {
-      self.token = token
-    } else {
-      self.token = try relay.addDevice(user: user, name: name).token
-    }
-    try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
-  }
-
-  var db: String { folder + "/chats-\(user).db" }
-  var environment: [String: String] { ["CHAT_SYNC_SERVER": relay.url, "CHAT_SYNC_TOKEN": token] }
-
-  func cli(_ arguments: [String]) throws -> Output {
-    try tool(
-      "chat-sync", [arguments[0], "--data-dir", folder, "--user", String(user)] + arguments.dropFirst(),
-      environment: environment)
-  }
-
-  func start() throws {
-    runs += 1
-    running = try Background(
-      "chat-sync", ["run", "--data-dir", folder, "--user", String(user)], log: folder + "/run-\(runs).log",
-      environment: environment)
-  }
-
-  /// SIGTERM (or `signal`); returns the exit status.
-  @discardableResult
-  func stop(_ signal: Int32 = SIGTERM) -> Int32 {
-    guard let running else { return 0 }
-    self.running = nil
-    return running.stop(signal)
-  }
-
-  var log: String { running?.logText ?? "" }
-
-  func count(_ sql: String) throws -> Int64 {
-    guard FileManager.default.fileExists(atPath: db) else { return 0 }
-    let database = try Database(path: db, mode: .readOnly)
-    guard try database.int64("PRAGMA user_version") == Int64(Migration.shipped.count) else { return 0 }
-    return try database.int64(sql) ?? 0
-  }
-
-  /// Every message of the file: id, sender, content, status, in id order.
-  func messages() throws -> [(id: Int64, from: Int64, content: String, status: String)] {
-    try Database(path: db, mode: .readOnly).query(
-      "SELECT id, from_user_id, content, status FROM Messages ORDER BY id", []
-    ) { ($0.int64(0), $0.int64(1), $0.string(2), $0.string(3)) }
-  }
-}
-
-extension RelayProcess {
-  /// `chat-relay device add`: the new device's id and token.
-  func addDevice(user: Int64, name: String) throws -> (id: Int64, token: String) {
-    let out = try tool("chat-relay", ["device", "add", "--db", db, "--user", String(user), "--name", name, "--json"])
-    let envelope = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
-    let files = envelope?["files"] as? [[String: Any]]
-    guard out.status == 0, let result = files?.first?["result"] as? [String: Any],
-      let id = result["deviceId"] as? Int, let token = result["token"] as? String
-    else { throw TestFailure("device add: \(out.stdout) \(out.stderr)") }
-    return (Int64(id), token)
-  }
-}
-
 /// Issue 27: every device of a user gets every message its user sent or received, through
 /// the relay's faults and kill -9s, with the same ids in the same order everywhere.
 @Suite(.serialized, .ownThreads) struct MultiDeviceTests {
@@ -94,30 +16,30 @@ extension RelayProcess {
       defer { relay.stop() }
       let adaToken = try relay.addUser(1, "Ada")
       let bobToken = try relay.addUser(2, "Bob")
-      let adaPhone = try Device(user: 1, name: "phone", token: adaToken, relay: relay, folder: folder)
-      let adaLaptop = try Device(user: 1, name: "laptop", relay: relay, folder: folder)
-      let adaTablet = try Device(user: 1, name: "tablet", relay: relay, folder: folder)
-      let bobPhone = try Device(user: 2, name: "phone", token: bobToken, relay: relay, folder: folder)
-      let bobLaptop = try Device(user: 2, name: "laptop", relay: relay, folder: folder)
+      let adaPhone = try Client(user: 1, device: "phone", token: adaToken, relay: relay, folder: folder)
+      let adaLaptop = try Client(user: 1, device: "laptop", relay: relay, folder: folder)
+      let adaTablet = try Client(user: 1, device: "tablet", relay: relay, folder: folder)
+      let bobPhone = try Client(user: 2, device: "phone", token: bobToken, relay: relay, folder: folder)
+      let bobLaptop = try Client(user: 2, device: "laptop", relay: relay, folder: folder)
       let devices = [adaPhone, adaLaptop, adaTablet, bobPhone, bobLaptop]
-      defer { devices.forEach { $0.stop(SIGKILL) } }
+      defer { devices.forEach { $0.halt() } }
 
       // Each device writes its share: its first message through `send` (which makes the
       // file and the contact), the rest into its outbox while everything runs.
       let shares = [(adaPhone, 150), (adaLaptop, 100), (adaTablet, 50), (bobPhone, 100), (bobLaptop, 100)]
       let total = shares.reduce(0) { $0 + $1.1 }
       for (device, _) in shares {
-        let to = device.user == 1 ? "2" : "1"
-        #expect(try device.cli(["send", "--to", to, "\(device.user)-\(device.name)-000"]).status == 0)
+        let to = device.id == 1 ? "2" : "1"
+        #expect(try device.cli(["send", "--to", to, "\(device.id)-\(device.name)-000"]).status == 0)
       }
       for device in devices { try device.start() }
       for round in 0..<10 {
         for (device, count) in shares {
-          let outbox = try ChatRepository.open(user: device.user, in: device.folder)
+          let outbox = try ChatRepository.open(user: device.id, in: device.folder)
           let step = count / 10
           for i in max(1, round * step)..<((round + 1) * step) {
             _ = try outbox.send(
-              to: device.user == 1 ? 2 : 1, content: String(format: "%d-%@-%03d", device.user, device.name, i))
+              to: device.id == 1 ? 2 : 1, content: String(format: "%d-%@-%03d", device.id, device.name, i))
           }
           _ = Nudge.send("outbox", to: device.db)
         }
@@ -125,7 +47,7 @@ extension RelayProcess {
         if round >= 4 && round < 9 {
           // Each device's run dies once mid-way (kill -9) and comes back.
           let device = devices[round - 4]
-          device.stop(SIGKILL)
+          device.halt()
           try device.start()
         }
         try await Task.sleep(for: .milliseconds(100))
@@ -136,16 +58,16 @@ extension RelayProcess {
             && $0.count("SELECT count(*) FROM MessageRequests") == 0
         }
       }
-      let counts = try devices.map { "\($0.user)/\($0.name): \(try $0.count("SELECT count(*) FROM Messages"))" }
+      let counts = try devices.map { "\($0.id)/\($0.name): \(try $0.count("SELECT count(*) FROM Messages"))" }
       #expect(arrived, "messages per device: \(counts); Ada's phone: \(adaPhone.log.suffix(2_000))")
 
       // The same ids, senders and contents, in the same order, on every device.
-      let reference = try adaPhone.messages().map { "\($0.id) \($0.from) \($0.content)" }
+      let reference = try adaPhone.allMessages().map { "\($0.id) \($0.from) \($0.content)" }
       #expect(reference.count == total && Set(reference).count == total)
       for device in devices.dropFirst() {
         #expect(
-          try device.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference,
-          "\(device.user)/\(device.name) differs from Ada's phone")
+          try device.allMessages().map { "\($0.id) \($0.from) \($0.content)" } == reference,
+          "\(device.id)/\(device.name) differs from Ada's phone")
       }
       // Own messages sent elsewhere are there as sent, with no request id of this device.
       #expect(try adaLaptop.count("SELECT count(*) FROM Messages WHERE from_user_id = 1") == 300)
@@ -188,11 +110,11 @@ extension RelayProcess {
         })
 
       // A device added now gets the whole history the relay retains, and every status.
-      let bobTablet = try Device(user: 2, name: "tablet", relay: relay, folder: folder)
+      let bobTablet = try Client(user: 2, device: "tablet", relay: relay, folder: folder)
       try bobTablet.start()
-      defer { bobTablet.stop(SIGKILL) }
+      defer { bobTablet.halt() }
       #expect(try await waitUntil(60) { try bobTablet.count("SELECT count(*) FROM Messages") == total })
-      #expect(try bobTablet.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference)
+      #expect(try bobTablet.allMessages().map { "\($0.id) \($0.from) \($0.content)" } == reference)
       #expect(try bobTablet.count("SELECT count(*) FROM Messages WHERE from_user_id = 1 AND status <> 'READ'") == 0)
       #expect(try bobTablet.count("SELECT count(*) FROM MessageRequests") == 0, "it resends nothing")
 
@@ -206,25 +128,25 @@ extension RelayProcess {
         "chat-relay", ["device", "remove", "--db", relay.db, "--user", "1", "--device", String(tabletID)])
       #expect(removed.status == 0, "\(removed.stderr)")
       #expect(await waitUntil(30) { !(adaTablet.running?.process.isRunning ?? false) })
-      #expect(adaTablet.stop() != 0, "a refused token ends the run with an error")
+      #expect(adaTablet.halt(SIGTERM) != 0, "a refused token ends the run with an error")
 
-      for device in devices + [bobTablet] where device !== adaTablet { #expect(device.stop() == 0) }
+      for device in devices + [bobTablet] where device !== adaTablet { #expect(device.halt(SIGTERM) == 0) }
 
       // Older history from another device: Ada's phone's export (with a request still in its
       // outbox) imported on a new device, whose first sync then overlaps it entirely.
       _ = try ChatRepository.open(user: 1, in: adaPhone.folder).send(to: 2, content: "queued on the phone")
       let export = folder + "/phone.ndjson.zst"
       #expect(try tool("chatdb", ["export", "--db", adaPhone.db, "--output", export]).status == 0)
-      let adaDesktop = try Device(user: 1, name: "desktop", relay: relay, folder: folder)
+      let adaDesktop = try Client(user: 1, device: "desktop", relay: relay, folder: folder)
       let imported = try tool("chatdb", ["import", "--db", adaDesktop.db, "--user", "1", "--other-device", export])
       #expect(imported.status == 0, "\(imported.stderr)")
       #expect(imported.stdout.contains("1 outbox requests left to the other device"), "\(imported.stdout)")
       #expect(try adaDesktop.count("SELECT count(*) FROM Messages WHERE request_id IS NOT NULL") == 0)
       try adaDesktop.start()
-      defer { adaDesktop.stop(SIGKILL) }
+      defer { adaDesktop.halt() }
       #expect(await waitUntil(60) { adaDesktop.log.contains("sync: ") })
-      #expect(adaDesktop.stop() == 0)
-      #expect(try adaDesktop.messages().map { "\($0.id) \($0.from) \($0.content)" } == reference, "nothing doubled")
+      #expect(adaDesktop.halt(SIGTERM) == 0)
+      #expect(try adaDesktop.allMessages().map { "\($0.id) \($0.from) \($0.content)" } == reference, "nothing doubled")
       #expect(try adaDesktop.count("SELECT count(*) FROM MessageRequests") == 0, "the phone's request is the phone's")
       let check = try tool("chatdb", ["check", "--full", "--db", adaDesktop.db])
       #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
@@ -242,12 +164,12 @@ extension RelayProcess {
     try await withDataFolder { folder in
       let relay = try RelayProcess(folder: folder, faults: ["--retention-days", "0"])
       defer { relay.stop() }
-      let ada = try Device(user: 1, name: "phone", token: try relay.addUser(1, "Ada"), relay: relay, folder: folder)
-      let adaLaptop = try Device(user: 1, name: "laptop", relay: relay, folder: folder)
-      let bob = try Device(user: 2, name: "phone", token: try relay.addUser(2, "Bob"), relay: relay, folder: folder)
-      let bobLaptop = try Device(user: 2, name: "laptop", relay: relay, folder: folder)
+      let ada = try Client(user: 1, device: "phone", token: try relay.addUser(1, "Ada"), relay: relay, folder: folder)
+      let adaLaptop = try Client(user: 1, device: "laptop", relay: relay, folder: folder)
+      let bob = try Client(user: 2, device: "phone", token: try relay.addUser(2, "Bob"), relay: relay, folder: folder)
+      let bobLaptop = try Client(user: 2, device: "laptop", relay: relay, folder: folder)
       let devices = [ada, adaLaptop, bob, bobLaptop]
-      defer { devices.forEach { $0.stop(SIGKILL) } }
+      defer { devices.forEach { $0.halt() } }
       #expect(try ada.cli(["send", "--to", "2", "a0"]).status == 0)
       #expect(try bob.cli(["send", "--to", "1", "b0"]).status == 0)
       for device in devices { try device.start() }
@@ -260,8 +182,8 @@ extension RelayProcess {
       let relayDB = { try Database(path: relay.db, mode: .readOnly) }
       for round in 1...10 {
         for (device, to) in [(ada, Int64(2)), (bob, Int64(1))] {
-          let outbox = try ChatRepository.open(user: device.user, in: device.folder)
-          for i in 0..<20 { _ = try outbox.send(to: to, content: "\(device.user)-\(round)-\(i)") }
+          let outbox = try ChatRepository.open(user: device.id, in: device.folder)
+          for i in 0..<20 { _ = try outbox.send(to: to, content: "\(device.id)-\(round)-\(i)") }
           _ = Nudge.send("outbox", to: device.db)
         }
         try await Task.sleep(for: .milliseconds(150))
@@ -275,7 +197,7 @@ extension RelayProcess {
       let list = try tool("chat-relay", ["device", "list", "--db", relay.db, "--user", "1"]).stdout
       #expect(drained, "\(left) messages left on the relay; \(list)")
       #expect(try relayDB().int64("SELECT count(*) FROM RelayRequests") == total, "the idempotency records stay")
-      for device in devices { #expect(device.stop() == 0) }
+      for device in devices { #expect(device.halt(SIGTERM) == 0) }
     }
   }
 }

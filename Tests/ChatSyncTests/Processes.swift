@@ -129,6 +129,17 @@ final class RelayProcess {
     return String(token)
   }
 
+  /// `chat-relay device add`: the new device's id and token.
+  func addDevice(user: Int64, name: String) throws -> (id: Int64, token: String) {
+    let out = try tool("chat-relay", ["device", "add", "--db", db, "--user", String(user), "--name", name, "--json"])
+    let envelope = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+    let files = envelope?["files"] as? [[String: Any]]
+    guard out.status == 0, let result = files?.first?["result"] as? [String: Any],
+      let id = result["deviceId"] as? Int, let token = result["token"] as? String
+    else { throw TestFailure("device add: \(out.stdout) \(out.stderr)") }
+    return (Int64(id), token)
+  }
+
   /// `kill -9`, then the same relay on the same port (retrying while the port is held).
   func kill9AndRestart() throws {
     server?.stop(SIGKILL)

@@ -5,20 +5,37 @@ import Testing
 
 @testable import ChatSync
 
-/// One user's side: a data folder, a token, and `chat-sync` against the relay.
+/// One device of a user: a data folder (its file and outbox), a token, and `chat-sync`
+/// against the relay.
 final class Client {
   let id: Int64
+  /// The device's name (for a user's first device made by `init(_:name:relay:folder:)`,
+  /// the user's name).
+  let name: String
   let folder: String
   let token: String
   let relay: RelayProcess
   private(set) var running: Background?
   private var runs = 0
 
+  /// A new user (`user add`) and their first device, in `folder/user<id>`.
   init(_ id: Int64, name: String, relay: RelayProcess, folder: String) throws {
     self.id = id
+    self.name = name
     self.relay = relay
     self.folder = folder + "/user\(id)"
     token = try relay.addUser(id, name)
+    try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
+  }
+
+  /// A device of user `user` in `folder/user<id>-<device>`: the first one's `token`, or
+  /// without it a new device (`device add`).
+  init(user: Int64, device: String, token: String? = nil, relay: RelayProcess, folder: String) throws {
+    id = user
+    name = device
+    self.relay = relay
+    self.folder = folder + "/user\(user)-\(device)"
+    self.token = try token ?? relay.addDevice(user: user, name: device).token
     try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
   }
 
@@ -46,6 +63,14 @@ final class Client {
     #expect(status == 0, "chat-sync run for user \(id) exited \(status): \(running.logText.suffix(2_000))")
   }
 
+  /// `signal` (SIGKILL unless told), and the run's exit status (0 when none runs).
+  @discardableResult
+  func halt(_ signal: Int32 = SIGKILL) -> Int32 {
+    guard let running else { return 0 }
+    self.running = nil
+    return running.stop(signal)
+  }
+
   var log: String { running?.logText ?? "" }
 
   /// A read-only look at the file (a second connection, as a UI would have).
@@ -61,6 +86,13 @@ final class Client {
     try Database(path: db, mode: .readOnly).query("SELECT request_id FROM MessageRequests ORDER BY request_id", []) {
       $0.int64(0)
     }
+  }
+
+  /// Every message of the file: id, sender, content, status, in id order.
+  func allMessages() throws -> [(id: Int64, from: Int64, content: String, status: String)] {
+    try Database(path: db, mode: .readOnly).query(
+      "SELECT id, from_user_id, content, status FROM Messages ORDER BY id", []
+    ) { ($0.int64(0), $0.int64(1), $0.string(2), $0.string(3)) }
   }
 
   func messages(_ filter: String) throws -> [(id: Int64, content: String, status: String)] {
