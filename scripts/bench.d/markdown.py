@@ -16,6 +16,7 @@ PARTS = [  # (part, how to run it alone)
     ("search", "scripts/bench --only search"),
     ("fleet", "scripts/bench --only fleet"),
     ("relay", "scripts/bench --only relay"),
+    ("devices", "scripts/bench --only devices"),
     ("sync", "scripts/bench --only sync"),
 ]
 MARKER = "<!-- Written by scripts/bench --markdown from bench-data/results/*.json: do not edit by hand. -->"
@@ -46,7 +47,7 @@ def render(folder):
         data = json.load(open(path))
         out += [f"## {data['title']}", ""]
         facts = [f"Measured {data['date']}", f"{data['cores']} cores", f"load average at start {data['loadAtStart']}"]
-        if data.get("messages") and part in ("reads", "writers", "storage", "search"):
+        if data.get("messages") and part in ("reads", "writers", "storage", "search", "devices"):
             facts.insert(1, f"{data['messages']:,} messages")
         out += ["; ".join(facts) + f" (`{alone}`).", ""]
         if not data["tables"]:
