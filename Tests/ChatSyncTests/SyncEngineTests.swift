@@ -285,8 +285,8 @@ import Testing
       let gets = relay.state.withLock {
         $0.calls.filter { $0.method == "GET" && $0.path.hasPrefix("/v2/messages") }.map(\.path)
       }
-      #expect(gets.first == "/v2/messages?lastSyncedMessage=0&limit=200&lastSyncedUpdate=0")
-      #expect(gets.dropFirst().first == "/v2/messages?lastSyncedMessage=11&limit=200&lastSyncedUpdate=0")
+      #expect(gets.first == "/v2/messages?lastSyncedMessage=0&limit=500&lastSyncedUpdate=0")
+      #expect(gets.dropFirst().first == "/v2/messages?lastSyncedMessage=11&limit=500&lastSyncedUpdate=0")
     }
   }
 }

@@ -30,9 +30,44 @@ extension ChatRepository {
   public func receive(_ messages: [Message], users: [User], messageCursor: Int64?) throws {
     try database.write { db in
       for user in users { try upsert(user, in: db) }
-      try store(messages, in: db)
+      if messages.count >= Self.bulkReceiveThreshold && messages.allSatisfy({ $0.requestID == nil }) {
+        try storeInBulk(messages, in: db)
+      } else {
+        try store(messages, in: db)
+      }
       if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
     }
+  }
+
+  /// Pages at least this long are stored as bulk jobs store theirs (see `storeInBulk`).
+  static let bulkReceiveThreshold = 32
+
+  /// Stores a catch-up page as import does: with this connection's triggers off, the chat
+  /// list and the search index kept exact per page (`ConversationSummaryUpkeep`,
+  /// `SearchIndexUpkeep`) in the same transaction. Row by row, the triggers (the search
+  /// index's above all) cost a new device most of its first sync. A message already
+  /// stored goes the triggers' way (its row may change status).
+  private func storeInBulk(_ messages: [Message], in db: Database) throws {
+    let summaries = try ConversationSummaryUpkeep(database: db)
+    let search = try SearchIndexUpkeep(database: db)
+    try db.setTriggersEnabled(false)
+    defer { try? db.setTriggersEnabled(true) }
+    for message in messages {
+      if try db.int64(HotQuery.messageExists.sql, [message.id]) != nil {
+        try db.setTriggersEnabled(true)
+        try store([message], in: db)
+        try db.setTriggersEnabled(false)
+        continue
+      }
+      try store([message], in: db)
+      let incoming = message.fromUserID != ownerID
+      summaries.inserted(
+        conversation: message.conversationID(owner: ownerID), id: message.id, createdAt: message.createdAt,
+        unread: incoming && message.status != .read)
+      try search.insertedMessage(id: message.id, content: message.content)
+    }
+    try summaries.apply()
+    try search.flush()
   }
 
   /// The owner read `conversation` up to `upTo` on another of their devices: its incoming

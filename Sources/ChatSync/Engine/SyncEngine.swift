@@ -39,7 +39,7 @@ public actor SyncEngine {
     /// Delivery acknowledgements and read receipts wait this long to be sent together.
     public var batchDelay: Double = 0.05
     /// Messages per sync page.
-    public var pageSize = 200
+    public var pageSize = 500
     /// Queued messages of one conversation sent in one request (`POST /v2/messages/batch`):
     /// the conversation's head and those due behind it, in order.
     public var batchSize = 100
