@@ -23,7 +23,7 @@ every message the relay answered 201 for, once each; then both files pass
 `chatdb check --full` after a clean stop.
 Prints one line with the kill counts per process; exits 1 on any failure.
 """
-import argparse, json, os, random, shutil, signal, sqlite3, subprocess, sys, threading, time, urllib.error, urllib.request
+import argparse, hashlib, json, os, random, shutil, signal, sqlite3, subprocess, sys, threading, time, urllib.error, urllib.request
 
 p = argparse.ArgumentParser()
 p.add_argument("--bin", required=True)
@@ -225,8 +225,17 @@ def check_relay(acked_before, where):
     integrity = query(relay_db, "PRAGMA integrity_check")
     if integrity != [("ok",)]:
         fail(f"{where}: relay.db integrity_check: {integrity[:3]}")
-    held = {row[0]: (row[1], row[2]) for row in query(relay_db, "SELECT request_id, message_id, content FROM RelayRequests WHERE from_user_id = 3")}
-    lost = [rid for rid, answer in acked_before.items() if held.get(rid) != answer]
+    # An idempotency record keeps the message id and the content's SHA-256 (records made
+    # before relay migration 0003 keep the content itself).
+    held = {row[0]: (row[1], row[2], row[3]) for row in query(
+        relay_db, "SELECT request_id, message_id, content, content_digest FROM RelayRequests WHERE from_user_id = 3")}
+
+    def kept(rid, answer):
+        message_id, content = answer
+        record = held.get(rid)
+        return record is not None and record[0] == message_id and (
+            record[1] == content or record[2] == hashlib.sha256(content.encode()).digest())
+    lost = [rid for rid, answer in acked_before.items() if not kept(rid, answer)]
     if lost:
         fail(f"{where}: {len(lost)} message(s) answered 201 are not on the relay as answered, e.g. request {lost[0]}")
 
