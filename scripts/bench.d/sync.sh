@@ -202,6 +202,16 @@ send --count "$messages" --burst 100 --tag tput --out "$d/send-tput.json"
 wait_received tput "$messages" 120
 cpu_after="$(cpu "$a_pid") $(cpu "$b_pid") $(cpu "$pair_relay")"
 echo "$cpu_before $cpu_after" >"$d/cpu-tput.txt"
+# A sender's backlog (issue 27): N queued while A's run is stopped (a device offline),
+# then a new run: from its start until B stored the last, and A's CPU for all of it.
+stop "$a_pid"
+send --count "$messages" --burst "$messages" --tag backlog --out "$d/send-backlog.json"
+backlog_start=$(date +%s.%N)
+CHAT_SYNC_TOKEN=$(token 1) "$bin/chat-sync" run --server "$url" --data-dir "$d/a" --user 1 2>"$d/a-backlog.log" \
+  >/dev/null &
+a_pid=$!
+wait_received backlog "$messages" 120
+echo "$backlog_start $(date +%s.%N) $(cpu "$a_pid") $(received backlog)" >"$d/backlog.txt"
 stop "$a_pid"
 stop "$b_pid"
 stop "$pair_relay"

@@ -89,9 +89,8 @@ n = tput["sent"]["count"]
 # Issue 27's goals for a sender's backlog (protocol v2 batches): >= 5,000 messages/s and
 # <= 150 µs of the sender's CPU a message.
 verdict = lambda ok: "✔ pass" if ok else "✘ miss"
-row(f"messages/s, A -> B, {n:,} queued at once (one conversation)",
-    f"{tput['perSecond']:,.0f}" if tput["perSecond"] else "-",
-    f">= 5,000 ({verdict((tput['perSecond'] or 0) >= 5000)})")
+row(f"messages/s, A -> B, {n:,} queued while A runs (one conversation)",
+    f"{tput['perSecond']:,.0f}" if tput["perSecond"] else "-", "reported")
 row("  first queued -> last stored by B", sec(span), "")
 row("  the sender queued them in", sec(tput["sent"]["seconds"]), "")
 row("  latency p50 / p99 there (includes the backlog)",
@@ -102,7 +101,15 @@ if first_q and last_q:
 if span:
     row("  cores busy: A / B / relay",
         f"{(a1 - a0) / span:.2f} / {(b1 - b0) / span:.2f} / {(r1 - r0) / span:.2f}", "")
-    row("  A's CPU per message", f"{(a1 - a0) / n * 1e6:,.0f} µs", f"<= 150 µs ({verdict((a1 - a0) / n * 1e6 <= 150)})")
+    row("  A's CPU per message", f"{(a1 - a0) / n * 1e6:,.0f} µs", "")
+if os.path.exists(path("backlog.txt")):
+    start, end, cpu_a, got = map(float, open(path("backlog.txt")).read().split())
+    rate = got / (end - start) if end > start else 0
+    row(f"backlog: {int(got):,} queued while A was stopped, then A's run: messages/s", f"{rate:,.0f}",
+        f">= 5,000 ({verdict(rate >= 5000)})")
+    row("  from A's start to B's last", sec(end - start), "")
+    row("  A's CPU per message (the whole run: start, catch-up, sends)", f"{cpu_a / max(got, 1) * 1e6:,.0f} µs",
+        f"<= 150 µs ({verdict(cpu_a / max(got, 1) * 1e6 <= 150)})")
 row(f"send-to-receive latency p50, {lat['sent']['rate']} msgs/s for {lat['sent']['count'] / lat['sent']['rate']:g} s",
     ms(quantile(lat["latency"], .5)), "reported")
 row("send-to-receive latency p99", ms(quantile(lat["latency"], .99)), "reported")
