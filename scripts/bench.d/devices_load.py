@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relay_load import Window, cpu_seconds, own_cpu, percentile, runqueue_wait  # noqa: E402
+from relay_load import Window, cpu_seconds, own_cpu, percentile, run_processes, runqueue_wait  # noqa: E402
 
 CONTENT_BYTES = 80
 
@@ -247,29 +247,8 @@ def fanout(args):
     args.total_senders = len(users)
     k = max(1, min(args.workers, len(pairs)))
     slices = [pairs[i::k] for i in range(k)]
-    ctx = mp.get_context("fork")
-    ready, out = ctx.Queue(), ctx.Queue()
-    go_queues = [ctx.Queue() for _ in range(k)]
-    procs = [ctx.Process(target=fanout_entry, args=(args, s, ready, g, out)) for s, g in zip(slices, go_queues)]
-    for p in procs:
-        p.start()
-    for _ in procs:
-        if ready.get(timeout=120) is None:
-            break
-    start = time.monotonic() + 0.3
-    for g in go_queues:
-        g.put(start)
-    window = Window(start, args.warmup, args.seconds)
-    time.sleep(max(0, window.begin - time.monotonic()))
-    server0, swait0 = cpu_seconds(args.pid), runqueue_wait(args.pid)
-    time.sleep(max(0, window.end - time.monotonic()))
-    server1, swait1 = cpu_seconds(args.pid), runqueue_wait(args.pid)
-    results = [out.get(timeout=args.seconds + args.drain + 120) for _ in procs]
-    for p in procs:
-        p.join()
-    fatal = [r["fatal"] for r in results if "fatal" in r]
-    if fatal:
-        raise SystemExit(f"devices_load.py: a worker failed: {fatal[0]}")
+    results, (server0, swait0, server1, swait1) = run_processes(
+        fanout_entry, (), args, slices, "devices_load.py")
     ms = lambda v: None if v is None else round(v * 1000, 3)
     total = lambda key: sum(r[key] for r in results)
     latency = sorted(x for r in results for x in r["latency"])

@@ -265,13 +265,14 @@ def worker_entry(mode, args, slice_, ready, go_time, out):
         out.put({"fatal": repr(e)})
 
 
-def run_workers(mode, args, clients):
-    k = max(1, min(args.workers, len(clients)))
-    slices = [clients[i::k] for i in range(k)]
+def run_processes(entry, extra, args, slices, label):
+    """Starts one forked worker per slice (`entry(*extra, args, slice, ready, go, out)`), lets
+    them all go at one instant, samples the server's CPU and run-queue wait over the
+    measured window, and returns the workers' results and those samples."""
     ctx = mp.get_context("fork")
     ready, out = ctx.Queue(), ctx.Queue()
-    go_queues = [ctx.Queue() for _ in range(k)]
-    procs = [ctx.Process(target=worker_entry, args=(mode, args, s, ready, g, out)) for s, g in zip(slices, go_queues)]
+    go_queues = [ctx.Queue() for _ in slices]
+    procs = [ctx.Process(target=entry, args=(*extra, args, s, ready, g, out)) for s, g in zip(slices, go_queues)]
     for p in procs:
         p.start()
     for _ in procs:
@@ -290,7 +291,15 @@ def run_workers(mode, args, clients):
         p.join()
     fatal = [r["fatal"] for r in results if "fatal" in r]
     if fatal:
-        raise SystemExit(f"relay_load.py: a worker failed: {fatal[0]}")
+        raise SystemExit(f"{label}: a worker failed: {fatal[0]}")
+    return results, (server0, swait0, server1, swait1)
+
+
+def run_workers(mode, args, clients):
+    k = max(1, min(args.workers, len(clients)))
+    slices = [clients[i::k] for i in range(k)]
+    results, (server0, swait0, server1, swait1) = run_processes(
+        worker_entry, (mode,), args, slices, "relay_load.py")
     latency = sorted(x for r in results for x in r["latency"])
     post = sorted(x for r in results for x in r["post"])
     ms = lambda v: None if v is None else round(v * 1000, 3)
