@@ -368,16 +368,19 @@ public final class Relay: @unchecked Sendable {
   // MARK: GET /v2/messages
 
   /// A page of the caller's log. The cursors it names are also the device's
-  /// acknowledged place: it stored everything up to them.
+  /// acknowledged place: it stored everything up to them. `after` (at or above
+  /// `lastSyncedMessage`) starts the page further on: the next page, fetched while the
+  /// last one is being stored, without saying it was.
   func sync(_ request: HTTPRequest, for owner: RelayCredential) throws -> HTTPResponse {
     let cursor = try request.int("lastSyncedMessage", default: 0, range: 0...Int64.max)
+    let after = try request.int("after", default: cursor, range: cursor...Int64.max)
     let limit = try request.int("limit", default: 100, range: 1...Int64(RelayStore.maximumPageSize))
     let updateCursor = try request.int("lastSyncedUpdate", default: 0, range: 0...Int64.max)
     if cursor > 0 || updateCursor > 0 {
       try store.acknowledgeSync(
         user: owner.user, device: owner.device, messages: cursor, updates: updateCursor, retention: retention)
     }
-    let page = try store.log(for: owner.user, after: cursor, limit: Int(limit))
+    let page = try store.log(for: owner.user, after: after, limit: Int(limit))
     let updates = try store.statusUpdates(for: owner.user, after: updateCursor)
     return .json(
       200,

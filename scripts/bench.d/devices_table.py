@@ -147,7 +147,7 @@ if fill and acked and run:
                  f"peak RSS {run['clientPeakKiB'] / 1024:,.0f} MiB", ""))
     rows.append(("  cores busy: chat-sync / relay",
                  f"{run['clientCpuSeconds'] / run['seconds']:.2f} / {run['relayCpuSeconds'] / run['seconds']:.2f}", "",
-                 "one page in flight at a time: fetch, decode, store, then the next", ""))
+                 "the next page is fetched and decoded while one is stored", ""))
     rows.append(("  the data folder after it", mib(run["folderBytes"]), "", "", ""))
     alt = load("bootstrap-run-page1000")
     if alt:

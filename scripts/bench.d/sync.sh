@@ -210,8 +210,17 @@ backlog_start=$(date +%s.%N)
 CHAT_SYNC_TOKEN=$(token 1) "$bin/chat-sync" run --server "$url" --data-dir "$d/a" --user 1 2>"$d/a-backlog.log" \
   >/dev/null &
 a_pid=$!
+# Drained: A's outbox is empty (the relay accepted every message); then B's last.
+drained=0 drained_cpu=0
+for _ in $(seq 1200); do
+  if [ "$(sqlite3 -readonly "$d/a/chats-1.db" 'SELECT count(*) FROM MessageRequests' 2>/dev/null)" = 0 ]; then
+    drained=$(date +%s.%N) drained_cpu=$(cpu "$a_pid")
+    break
+  fi
+  sleep 0.02
+done
 wait_received backlog "$messages" 120
-echo "$backlog_start $(date +%s.%N) $(cpu "$a_pid") $(received backlog)" >"$d/backlog.txt"
+echo "$backlog_start $(date +%s.%N) $(cpu "$a_pid") $(received backlog) $drained $drained_cpu" >"$d/backlog.txt"
 stop "$a_pid"
 stop "$b_pid"
 stop "$pair_relay"

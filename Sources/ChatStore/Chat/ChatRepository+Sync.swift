@@ -26,34 +26,58 @@ extension ChatRepository {
 
   /// Stores a page of synced messages, the profiles of their senders and the message
   /// cursor in one transaction: a crash leaves all of it or none. The cursor only moves
-  /// forward. Messages already stored keep their rows (see `receive(_:)`).
-  public func receive(_ messages: [Message], users: [User], messageCursor: Int64?) throws {
+  /// forward. A message already stored (or twice in `messages`) is dropped: its row
+  /// stays as it is. Returns the messages stored now, in order.
+  @discardableResult
+  public func receive(_ messages: [Message], users: [User], messageCursor: Int64?) throws -> [Message] {
     try database.write { db in
       for user in users { try upsert(user, in: db) }
-      if messages.count >= Self.bulkReceiveThreshold && messages.allSatisfy({ $0.requestID == nil }) {
-        try storeInBulk(messages, in: db)
+      let exists = try db.cachedStatement(HotQuery.messageExists.sql)
+      var seen: Set<Int64> = []
+      let fresh = try messages.filter { message in
+        try seen.insert(message.id).inserted && exists.first([message.id], HotQuery.messageID) == nil
+      }
+      if fresh.count >= Self.bulkReceiveThreshold && fresh.allSatisfy({ $0.requestID == nil }) {
+        try storeInBulk(fresh, in: db)
       } else {
-        try store(messages, in: db)
+        try store(fresh, in: db)
       }
       if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
+      return fresh
     }
   }
 
-  /// Pages at least this long are stored as bulk jobs store theirs (see `storeInBulk`).
+  /// Pages (and acknowledged batches) at least this long are stored as bulk jobs store
+  /// theirs (see `storeInBulk`).
   static let bulkReceiveThreshold = 32
 
-  /// Stores a catch-up page as import does: with this connection's triggers off, the chat
-  /// list and the search index kept exact per page (`ConversationSummaryUpkeep`,
-  /// `SearchIndexUpkeep`) in the same transaction. Row by row, the triggers (the search
-  /// index's above all) cost a new device most of its first sync. A message already
-  /// stored goes the triggers' way (its row may change status).
-  private func storeInBulk(_ messages: [Message], in db: Database) throws {
+  /// Stores a catch-up page, or an acknowledged batch of sent messages, as import does:
+  /// with this connection's triggers off, the chat list and the search index kept exact
+  /// per page (`ConversationSummaryUpkeep`, `SearchIndexUpkeep`) in the same transaction.
+  /// Row by row, the triggers (the search index's above all) cost a new device most of
+  /// its first sync, and a sender most of its backlog. `settling` are the requests the
+  /// messages answer: deleted with their index entries, their conversations' summaries
+  /// recomputed. A message already stored goes the triggers' way (its row may change
+  /// status).
+  func storeInBulk(_ messages: [Message], settling requestIDs: [Int64] = [], in db: Database) throws {
     let summaries = try ConversationSummaryUpkeep(database: db)
     let search = try SearchIndexUpkeep(database: db)
+    try search.deletingRequests(requestIDs)
     try db.setTriggersEnabled(false)
     defer { try? db.setTriggersEnabled(true) }
+    if !requestIDs.isEmpty {
+      let delete = try db.cachedStatement(HotQuery.deleteRequest.sql)
+      for id in requestIDs { try delete.execute([id]) }
+      for conversation in Set(messages.map { $0.conversationID(owner: ownerID) }) {
+        summaries.changed(conversation: conversation)
+      }
+    }
     for message in messages {
-      if try db.int64(HotQuery.messageExists.sql, [message.id]) != nil {
+      let stored =
+        try db.int64(HotQuery.messageExists.sql, [message.id]) != nil
+        || (message.requestID.map { try db.int64(HotQuery.messageByRequest.sql, [message.fromUserID, $0]) != nil }
+          ?? false)
+      if stored {
         try db.setTriggersEnabled(true)
         try store([message], in: db)
         try db.setTriggersEnabled(false)
@@ -70,13 +94,38 @@ extension ChatRepository {
     try search.flush()
   }
 
-  /// The owner read `conversation` up to `upTo` on another of their devices: its incoming
-  /// messages up to there count as read here too, and a receipt queued here that it
-  /// covers is not sent. `sequence` raises the update cursor in the same transaction.
-  public func applyReadElsewhere(conversation: Int64, upTo: Int64, sequence: Int64?) throws {
+  /// A status update as the file applies it: `status` for the owner's message
+  /// `messageID` (`read` covers the conversation up to it), or nil: the owner read
+  /// `conversation` up to `messageID` on another of their devices.
+  public struct StatusChange: Sendable, Equatable {
+    public var status: MessageStatus?
+    public var messageID: Int64
+    public var conversation: Int64
+    public init(status: MessageStatus?, messageID: Int64, conversation: Int64) {
+      self.status = status
+      self.messageID = messageID
+      self.conversation = conversation
+    }
+  }
+
+  /// Applies status updates in one transaction and, when `sequence` is given, moves the
+  /// update cursor forward to it in the same one. A read elsewhere counts the
+  /// conversation's incoming messages up to there as read, and a receipt queued here
+  /// that it covers is not sent.
+  public func applyUpdates(_ changes: [StatusChange], sequence: Int64?) throws {
     try database.write { db in
-      try db.execute(HotQuery.markReadElsewhere.sql, [conversation, upTo])
-      try db.execute(StoreInfoSQL.clearValueUpTo, ["read_receipt:\(conversation)", upTo])
+      for change in changes {
+        switch change.status {
+        case .read?:
+          try apply(.read, upTo: change.messageID, inConversation: change.conversation, db)
+        case let status?:
+          _ = try apply(status, toMessage: change.messageID, db)
+        case nil:
+          try db.execute(HotQuery.markReadElsewhere.sql, [change.conversation, change.messageID])
+          try db.execute(
+            StoreInfoSQL.clearValueUpTo, ["read_receipt:\(change.conversation)", change.messageID])
+        }
+      }
       if let sequence { try raise("sync_update_cursor", to: sequence, db) }
     }
   }
@@ -84,20 +133,6 @@ extension ChatRepository {
   /// Raises the message cursor: every message of the owner's log up to `cursor` is stored.
   public func raiseMessageCursor(to cursor: Int64) throws {
     try database.write { db in try raise("sync_message_cursor", to: cursor, db) }
-  }
-
-  /// Applies a status update (`message_delivered` / `message_read` for a message of
-  /// the owner's) and, when `sequence` is given, moves the update cursor forward to it,
-  /// in one transaction.
-  public func applyUpdate(_ status: MessageStatus, messageID: Int64, conversation: Int64, sequence: Int64?) throws {
-    try database.write { db in
-      if status == .read {
-        try apply(.read, upTo: messageID, inConversation: conversation, db)
-      } else {
-        _ = try apply(status, toMessage: messageID, db)
-      }
-      if let sequence { try raise("sync_update_cursor", to: sequence, db) }
-    }
   }
 
   func raise(_ key: String, to value: Int64, _ db: Database) throws {

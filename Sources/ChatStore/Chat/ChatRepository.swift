@@ -192,12 +192,19 @@ public final class ChatRepository {
   /// each request is deleted and its message stored, and the message cursor raised to
   /// `messageCursor` when given.
   public func acknowledge(_ accepted: [(message: Message, requestID: Int64)], messageCursor: Int64?) throws {
+    let messages = accepted.map { message, requestID in
+      var message = message
+      message.requestID = requestID
+      return message
+    }
     try database.write { db in
-      for (message, requestID) in accepted {
-        var message = message
-        message.requestID = requestID
-        try store(message, in: db)
-        try db.execute(HotQuery.deleteRequest.sql, [requestID])
+      if messages.count >= Self.bulkReceiveThreshold {
+        try storeInBulk(messages, settling: accepted.map(\.requestID), in: db)
+      } else {
+        for message in messages {
+          try store(message, in: db)
+          try db.execute(HotQuery.deleteRequest.sql, [message.requestID])
+        }
       }
       if let messageCursor { try raise("sync_message_cursor", to: messageCursor, db) }
     }

@@ -33,7 +33,9 @@ public struct HotQuery: Sendable, Hashable {
 
   static let messageColumns = Columns.message.list()
   static let requestColumns = Columns.request.list()
-  static let visibleRequests = "status IN ('PENDING', 'SENT', 'FAILED')"
+  /// Not `status IN (…)`: SQLite builds a temporary b-tree for an IN list of three or
+  /// more values each time a statement runs (see migration 0007).
+  static let visibleRequests = "(status = 'PENDING' OR status = 'SENT' OR status = 'FAILED')"
   static let sample = "2026-01-01T00:00:00.000Z"
 
   static let byConversation = PlanAccess.index("Messages_by_conversation")
@@ -462,8 +464,8 @@ public struct HotQuery: Sendable, Hashable {
       recomputeConversationSummary, conversationSummaryNewestMessage, subtractUnread, unreadCount, userByID,
       updatePresence,
       markConversationRead, messageExists, storedMessage, advanceMessageStatus, dueRequests, requestByID,
-      markRequestSent,
-      markRequestFailed, retryRequest, deleteFailedRequest, deleteRequest, messageByRequest, raiseRequestCounter,
+      markRequestSent, markRequestFailed, retryRequest, deleteFailedRequest, deleteRequest, messageByRequest,
+      raiseRequestCounter,
       firstMessageAtOrAfter, conversationIDs, nthNewestMessage, newestMessageOfConversation, conversationRange,
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, unreadInIDRange, summariesWithNewestInIDRange, messageCreatedAt,

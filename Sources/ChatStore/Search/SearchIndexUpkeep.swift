@@ -32,6 +32,7 @@ public final class SearchIndexUpkeep {
   private let rangeTexts: Statement!
   private let countRange: Statement!
   private let addWordRange: Statement!
+  private let deleteRequestEntries: Statement!
   /// The statements `flush()` runs, in order, each when its kind of note was taken.
   private let applyRemoved: [Statement]
   private let applyAdded: [Statement]
@@ -58,7 +59,7 @@ public final class SearchIndexUpkeep {
       ) == 4
     guard enabled else {
       (noteAdded, noteRemoved, noteRequest, deleteWordRange, rangeTexts) = (nil, nil, nil, nil, nil)
-      (countRange, addWordRange) = (nil, nil)
+      (countRange, addWordRange, deleteRequestEntries) = (nil, nil, nil)
       (applyRemoved, applyAdded, applyRequests) = ([], [], [])
       return
     }
@@ -83,6 +84,12 @@ public final class SearchIndexUpkeep {
     countRange = try database.prepare("SELECT count(*) FROM Messages WHERE id BETWEEN ?1 AND ?2")
     addWordRange = try database.prepare(
       "INSERT INTO MessageSearch (rowid, content) SELECT id, content FROM Messages WHERE id BETWEEN ?1 AND ?2")
+    deleteRequestEntries = try database.prepare(
+      """
+      INSERT INTO RequestSearch (RequestSearch, rowid, content)
+      SELECT 'delete', t.request_id, t.content
+      FROM json_each(?1) j CROSS JOIN RequestSearchText t ON t.request_id = j.value
+      """)  // CROSS JOIN: the list outside, one seek per id, whatever the statistics say
     applyRemoved = try [
       """
       INSERT INTO MessageSearch (MessageSearch, rowid, content)
@@ -158,6 +165,13 @@ public final class SearchIndexUpkeep {
     requests += 1
   }
 
+  /// These requests are about to be deleted (the relay acknowledged them): their index
+  /// entries go now, in one statement, while their text is still there to say which.
+  public func deletingRequests(_ ids: [Int64]) throws {
+    guard enabled, !ids.isEmpty else { return }
+    try deleteRequestEntries.execute([DatabaseValue.text(Self.jsonList(ids))])
+  }
+
   /// Applies what was noted since the last flush to the indexes; call it in the same
   /// transaction, before its commit (a rolled-back transaction takes the notes with it:
   /// call `discard()` then).
@@ -190,11 +204,19 @@ public final class SearchIndexUpkeep {
   }
 
   /// `addedIDs` as a JSON array of numbers.
-  private func idListJSON() -> String {
+  private func idListJSON() -> String { Self.jsonList(addedIDs, into: &idList) }
+
+  /// `ids` as a JSON array of numbers, built in `buffer`.
+  static func jsonList(_ ids: [Int64]) -> String {
+    var buffer: [UInt8] = []
+    return jsonList(ids, into: &buffer)
+  }
+
+  private static func jsonList(_ ids: [Int64], into idList: inout [UInt8]) -> String {
     idList.removeAll(keepingCapacity: true)
     idList.append(UInt8(ascii: "["))
     var digits = [UInt8](repeating: 0, count: 20)
-    for id in addedIDs {
+    for id in ids {
       if idList.count > 1 { idList.append(UInt8(ascii: ",")) }
       if id < 0 { idList.append(UInt8(ascii: "-")) }
       // The digits from the last, without a String per id (ids have 17 digits: past

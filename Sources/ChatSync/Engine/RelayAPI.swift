@@ -124,15 +124,17 @@ struct RelayAPI: Sendable {
     var cursor: Int64
   }
 
-  func sync(after cursor: ChatRepository.SyncCursor, limit: Int) async throws -> SyncPage {
-    let reply = try await http.send(
-      HTTPCall(
-        method: "GET",
-        path: "/v2/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"))
+  ///
+  /// `from`: a page further on than `cursor` (the stored place, which the relay takes
+  /// as acknowledged): the next page, fetched while the last is being stored.
+  func sync(after cursor: ChatRepository.SyncCursor, from: Int64? = nil, limit: Int) async throws -> SyncPage {
+    var path = "/v2/messages?lastSyncedMessage=\(cursor.messages)&limit=\(limit)&lastSyncedUpdate=\(cursor.updates)"
+    if let from, from > cursor.messages { path += "&after=\(from)" }
+    let reply = try await http.send(HTTPCall(method: "GET", path: path))
     let page: MessagesPage = try Self.decode(reply, "GET /v2/messages")
     return SyncPage(
       messages: page.messages, hasMore: page.hasMore, updates: page.statusUpdates ?? [],
-      cursor: page.cursor ?? page.messages.last?.messageId ?? cursor.messages)
+      cursor: page.cursor ?? page.messages.last?.messageId ?? max(cursor.messages, from ?? 0))
   }
 
   /// Whose token this is (`GET /v2/me`): `owner`'s profile, or `WrongUserToken` when the

@@ -35,6 +35,18 @@ enum RelayEvent: Sendable, Equatable {
   }
 }
 
+extension RelayEvent {
+  /// A status update and the status it brings (nil: a conversation read on another device).
+  var statusUpdate: (StatusUpdate, MessageStatus?)? {
+    switch self {
+    case .delivered(let update): (update, .delivered)
+    case .read(let update): (update, .read)
+    case .readElsewhere(let update): (update, nil)
+    default: nil
+    }
+  }
+}
+
 extension RelaySocket {
   /// Sends a client → server event, encoded by `WireJSON`.
   func send(_ event: ClientEvent) { send(WireJSON.string(event)) }

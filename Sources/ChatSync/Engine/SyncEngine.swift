@@ -175,7 +175,8 @@ public actor SyncEngine {
     var events: Task<Void, Never>?
     if let socket = try? await connector.connect() {
       attach(socket)
-      events = Task { for await text in socket.messages { await handle(text) } }
+      let mailbox = Mailbox(socket.messages)
+      events = Task { while let frames = await mailbox.take() { await handle(frames) } }
     } else {
       log("socket: not connected; syncing over HTTP only")
     }
@@ -288,7 +289,8 @@ public actor SyncEngine {
             await self?.resendUnconfirmed()
           }
         }
-        for await text in socket.messages { await handle(text) }
+        let mailbox = Mailbox(socket.messages)
+        while let frames = await mailbox.take() { await handle(frames) }
         resender.cancel()
         detach()
         try? repository.setSyncInfo("sync_state", "disconnected at \(Timestamp.now())")
@@ -367,61 +369,86 @@ public actor SyncEngine {
     stop()
   }
 
-  func handle(_ text: String) async {
-    guard let event = RelayEvent.parse(text) else {
-      log("socket: ignored a frame that is not an event")
-      return
-    }
-    do {
-      switch event {
-      case .newMessage(let message):
-        try await store([message.model(onDevice: deviceID)], previousId: message.previousId)
-        if message.fromUserId != owner { queueAcks([message.messageId]) }
-      case .delivered(let update):
-        try await apply(update, .delivered)
-      case .read(let update):
-        try await apply(update, .read)
-      case .readElsewhere(let update):
-        try await apply(update, nil)
-      case .contactStatus(let status):
-        presence[status.userId] = status
-        if status.typing == true {
-          typingUntil[status.userId] = .now.advanced(by: .milliseconds(status.typingExpiresInMs ?? 5_000))
-        } else {
-          typingUntil[status.userId] = nil
-        }
-        if let seen = status.lastSeenAt {
-          try await patiently { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
-        }
-        log(
-          "contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
-      case .deliveryAcknowledged(let ids):
-        try await patiently { try repository.confirmDelivered(ids) }
-        acksInFlight.subtract(ids)
-      case .readAcknowledged(let conversation, let upTo):
-        try await patiently { try repository.clearReadReceipt(conversation: conversation, upTo: upTo) }
-        if let sent = receiptsInFlight[conversation], sent <= upTo { receiptsInFlight[conversation] = nil }
-      case .error(let code, let message):
-        log("relay error event: \(code): \(message)")
-      case .unknown(let type):
-        log("socket: ignored an unknown event '\(type)'")
+  func handle(_ text: String) async { await handle([text]) }
+
+  /// Handles frames in order; consecutive new messages are stored together, and so are
+  /// consecutive status updates.
+  func handle(_ frames: [String]) async {
+    var events: [RelayEvent] = []
+    for text in frames {
+      if let event = RelayEvent.parse(text) {
+        events.append(event)
+      } else {
+        log("socket: ignored a frame that is not an event")
       }
-    } catch {
-      log("store: \(error)")
+    }
+    var next = 0
+    while next < events.count {
+      do {
+        if case .newMessage = events[next] {
+          var messages: [RelayMessage] = []
+          while next < events.count, case .newMessage(let message) = events[next] {
+            messages.append(message)
+            next += 1
+          }
+          try await store(messages.map { $0.model(onDevice: deviceID) }, previousIds: messages.map(\.previousId))
+          queueAcks(Array(Set(messages.filter { $0.fromUserId != owner }.map(\.messageId))).sorted())
+        } else if events[next].statusUpdate != nil {
+          var updates: [(StatusUpdate, MessageStatus?)] = []
+          while next < events.count, let update = events[next].statusUpdate {
+            updates.append(update)
+            next += 1
+          }
+          try await apply(updates)
+        } else {
+          next += 1
+          try await handle(events[next - 1])
+        }
+      } catch {
+        log("store: \(error)")
+      }
     }
   }
 
-  /// A status update for one of the owner's messages (`status`), or a conversation the
-  /// owner read on another device (nil); the update cursor moves (and the relay is told)
-  /// only when no earlier update is missing.
-  private func apply(_ update: StatusUpdate, _ status: MessageStatus?) async throws {
+  private func handle(_ event: RelayEvent) async throws {
+    switch event {
+    case .newMessage, .delivered, .read, .readElsewhere:
+      preconditionFailure("handled in runs by handle(_:)")
+    case .contactStatus(let status):
+      presence[status.userId] = status
+      if status.typing == true {
+        typingUntil[status.userId] = .now.advanced(by: .milliseconds(status.typingExpiresInMs ?? 5_000))
+      } else {
+        typingUntil[status.userId] = nil
+      }
+      if let seen = status.lastSeenAt {
+        try await patiently { try repository.updatePresence(of: status.userId, lastConnectedAt: seen) }
+      }
+      log("contact \(status.userId): \(status.online ? "online" : "offline")\(status.typing == true ? ", typing" : "")")
+    case .deliveryAcknowledged(let ids):
+      try await patiently { try repository.confirmDelivered(ids) }
+      acksInFlight.subtract(ids)
+    case .readAcknowledged(let conversation, let upTo):
+      try await patiently { try repository.clearReadReceipt(conversation: conversation, upTo: upTo) }
+      if let sent = receiptsInFlight[conversation], sent <= upTo { receiptsInFlight[conversation] = nil }
+    case .error(let code, let message):
+      log("relay error event: \(code): \(message)")
+    case .unknown(let type):
+      log("socket: ignored an unknown event '\(type)'")
+    }
+  }
+
+  /// Status updates for the owner's messages (`status`), or conversations the owner read
+  /// on another device (nil), in one transaction; the update cursor moves (and the relay
+  /// is told) only when no earlier update is missing.
+  private func apply(_ updates: [(StatusUpdate, MessageStatus?)]) async throws {
     var ahead = appliedAhead
-    if update.sequence > updateCursor { ahead.insert(update.sequence) }
+    for (update, _) in updates where update.sequence > updateCursor { ahead.insert(update.sequence) }
     var next = updateCursor
     while ahead.remove(next + 1) != nil { next += 1 }
-    // One transaction: the update and, when it closed a gap, the cursor past it.
+    // One transaction: the updates and, when they closed a gap, the cursor past them.
     try await patiently { [next, updateCursor] in
-      try apply(update, status, sequence: next > updateCursor ? next : nil)
+      try repository.applyUpdates(updates.map(Self.change), sequence: next > updateCursor ? next : nil)
     }
     appliedAhead = ahead
     if next > updateCursor {
@@ -429,20 +456,18 @@ public actor SyncEngine {
       syncAckDirty = true
       scheduleFlush()
     }
-    if let status {
-      log("message \(update.messageId): \(status.rawValue.lowercased())")
-    } else {
-      log("conversation \(update.conversationId): read up to \(update.messageId) on another device")
+    for (update, status) in updates {
+      if let status {
+        log("message \(update.messageId): \(status.rawValue.lowercased())")
+      } else {
+        log("conversation \(update.conversationId): read up to \(update.messageId) on another device")
+      }
     }
   }
 
-  private func apply(_ update: StatusUpdate, _ status: MessageStatus?, sequence: Int64?) throws {
-    if let status {
-      try repository.applyUpdate(
-        status, messageID: update.messageId, conversation: update.conversationId, sequence: sequence)
-    } else {
-      try repository.applyReadElsewhere(conversation: update.conversationId, upTo: update.messageId, sequence: sequence)
-    }
+  /// An update as the file applies it.
+  static func change(_ update: StatusUpdate, _ status: MessageStatus?) -> ChatRepository.StatusChange {
+    ChatRepository.StatusChange(status: status, messageID: update.messageId, conversation: update.conversationId)
   }
 
   /// Where the message cursor gets to once message `id`, which follows `previousId` in the
@@ -480,13 +505,8 @@ public actor SyncEngine {
   /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
   /// counting the ones already stored. `cursor` is where a catch-up page leaves the
   /// message cursor; `previousId` an event's place in the log (see ``cursorAfter``).
-  private func store(_ messages: [Message], cursor: Int64? = nil, previousId: Int64? = nil) async throws {
-    var fresh: [Message] = []
-    for message in messages {
-      if try repository.hasMessage(message.id) { metrics.duplicatesDropped += 1 } else { fresh.append(message) }
-    }
-    metrics.received += messages.count
-    let contacts = try repository.unknownUsers(fresh.map { $0.conversationID(owner: owner) })
+  private func store(_ messages: [Message], cursor: Int64? = nil, previousIds: [Int64?] = []) async throws {
+    let contacts = try repository.unknownUsers(messages.map { $0.conversationID(owner: owner) })
     var users: [User] = []
     if !contacts.isEmpty {
       users = (try? await api.profiles(contacts)) ?? []
@@ -496,10 +516,23 @@ public actor SyncEngine {
       }
     }
     var moved = (cursor: cursor, ahead: storedAhead)
-    if cursor == nil, messages.count == 1, let message = messages.first {
-      moved = cursorAfter(storing: message.id, previousId: previousId)
+    if cursor == nil, previousIds.count == messages.count {
+      // Events: each names the message before it in the log.
+      var place = messageCursor
+      for (message, previousId) in zip(messages, previousIds) {
+        let step = Self.advance(cursor: place, ahead: moved.ahead, storing: message.id, previousId: previousId)
+        moved.ahead = step.ahead
+        if let next = step.cursor {
+          place = next
+          moved.cursor = next
+        }
+      }
     }
-    try await patiently { [moved] in try repository.receive(fresh, users: users, messageCursor: moved.cursor) }
+    let fresh = try await patiently { [moved] in
+      try repository.receive(messages, users: users, messageCursor: moved.cursor)
+    }
+    metrics.received += messages.count
+    metrics.duplicatesDropped += messages.count - fresh.count
     if let page = cursor {
       // A catch-up page: the file's cursor moved there; what was stored ahead may now follow it.
       messageCursor = max(messageCursor, page)
@@ -519,23 +552,38 @@ public actor SyncEngine {
 
   private func cursorSync() async throws {
     var pages = 0
+    var page = try await api.sync(after: try repository.syncCursor(), limit: options.pageSize)
     while true {
-      let cursor = try repository.syncCursor()
-      let page = try await api.sync(after: cursor, limit: options.pageSize)
+      // The next page is fetched and decoded while this one is stored: detached, so it
+      // does not wait for this thread; the relay is told only what is stored (`after`
+      // asks for the page further on).
+      let stored = try repository.syncCursor()
+      let next: Task<RelayAPI.SyncPage, any Error>? =
+        page.hasMore
+        ? Task.detached { [api, from = page.cursor, limit = options.pageSize] in
+          try await api.sync(after: stored, from: from, limit: limit)
+        } : nil
+      defer { next?.cancel() }
       try await store(page.messages.map { $0.model(onDevice: deviceID) }, cursor: page.cursor)
-      for update in page.updates {
+      let changes = page.updates.map { update in
         let status: MessageStatus? =
           switch update.type {
           case .messageRead: .read
           case .conversationRead: nil
           case .messageDelivered, nil: .delivered
           }
-        try await patiently { try apply(update, status, sequence: update.sequence) }
+        return Self.change(update, status)
+      }
+      if !changes.isEmpty {
+        try await patiently {
+          try repository.applyUpdates(changes, sequence: page.updates.map(\.sequence).max())
+        }
       }
       updateCursor = try repository.syncCursor().updates
       appliedAhead = appliedAhead.filter { $0 > updateCursor }
       pages += 1
-      if !page.hasMore { break }
+      guard let next else { break }
+      page = try await next.value
     }
     // Contacts still shown by their stand-in name get their real profile once the relay shows it.
     if let standIns = try? repository.standInContacts(), !standIns.isEmpty,

@@ -215,7 +215,7 @@ import Testing
     let chats = w.chats
     let visible = try w.requestIDs("status IN ('PENDING', 'SENT', 'FAILED')")
     do {
-      switch w.int(0...15) {
+      switch w.int(0...16) {
       case 0, 1:
         let to = w.contact()
         w.steps.append("send to \(to)")
@@ -254,7 +254,7 @@ import Testing
         guard let id = w.pick(try w.messageIDs()) else { return }
         let status: MessageStatus = w.chance(50) ? .read : .delivered
         w.steps.append("\(status) up to \(id) in \(conversation)")
-        try chats.applyUpdate(status, messageID: id, conversation: conversation, sequence: nil)
+        try chats.applyUpdates([.init(status: status, messageID: id, conversation: conversation)], sequence: nil)
       case 8:
         guard let id = w.chance(80) ? w.pick(try w.messageIDs()) : w.newMessageID() else { return }
         w.steps.append("receipt for \(id)")
@@ -281,6 +281,30 @@ import Testing
         guard let requestID = w.pick(try w.requestIDs()) else { return }
         w.steps.append("delete failed \(requestID)")
         try chats.deleteFailedRequest(requestID)
+      case 16:
+        // A sender's backlog acknowledged in one batch (the bulk path from 32 on), some
+        // of its messages already stored through sync first.
+        let to = w.contact()
+        var accepted: [(message: Message, requestID: Int64)] = []
+        for n in 0..<w.int(30...40) {
+          _ = w.tick()
+          let request = try chats.send(to: to, content: "batch \(n) 你好")
+          let message = Message(
+            id: MessageID.make(milliseconds: w.tick()), fromUserID: Self.owner, toUserID: to,
+            content: request.content, createdAt: request.createdAt)
+          if w.chance(10) { try chats.receive(message) }
+          accepted.append((message, request.requestID))
+        }
+        if let extra = w.pick(visible), let request = try chats.request(extra), request.toUserID != to {
+          accepted.append(
+            (
+              Message(
+                id: MessageID.make(milliseconds: w.tick()), fromUserID: Self.owner, toUserID: request.toUserID,
+                content: request.content, createdAt: request.createdAt), extra
+            ))
+        }
+        w.steps.append("acknowledge \(accepted.count) requests in one batch")
+        try chats.acknowledge(accepted, messageCursor: nil)
       case 14:
         let id = Int64(w.int(14...16))
         w.steps.append("placeholder \(id)")

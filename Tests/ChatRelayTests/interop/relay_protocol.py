@@ -102,6 +102,12 @@ async def main():
         assert status == 200 and [m["messageId"] for m in sync["messages"]] == [message["messageId"]] and sync["hasMore"] is True, sync
         status, _, sync = http("GET", f"/v2/messages?lastSyncedMessage={message['messageId']}", token=BOB)
         assert [m["messageId"] for m in sync["messages"]] == [second["message"]["messageId"]] and sync["hasMore"] is False, sync
+        # `after` fetches further on while naming a lower stored place; below it is a 400.
+        status, _, ahead = http("GET", f"/v2/messages?lastSyncedMessage=0&after={message['messageId']}", token=BOB)
+        assert status == 200 and [m["messageId"] for m in ahead["messages"]] == [second["message"]["messageId"]], ahead
+        assert ahead["cursor"] == second["message"]["messageId"], ahead
+        expect_error(http("GET", f"/v2/messages?lastSyncedMessage={message['messageId']}&after=1", token=BOB),
+                     400, "bad_request", "after")
 
         # Delivery acknowledgement: delivered (it stays in both logs), the sender hears message_delivered.
         await bob.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": [message["messageId"], second["message"]["messageId"]]}}))
