@@ -5,6 +5,18 @@ import Testing
 @testable import ChatSync
 
 @Suite struct SyncEngineTests {
+  /// Messages stored together move the cursor along the log as far as it is whole; a
+  /// gap after a move keeps the move, and what follows the gap waits ahead of it.
+  @Test func aBatchMovesTheCursorAsFarAsTheLogIsWhole() {
+    let moved = SyncEngine.advance(cursor: 10, ahead: [:], storing: [(11, 10), (12, 11), (20, 15), (21, 20)])
+    #expect(moved.cursor == 12)
+    #expect(moved.ahead == [15: 20, 20: 21])
+    let filled = SyncEngine.advance(cursor: 12, ahead: moved.ahead, storing: [(13, 12), (15, 13)])
+    #expect(filled.cursor == 21)
+    #expect(filled.ahead.isEmpty)
+    #expect(SyncEngine.advance(cursor: 10, ahead: [:], storing: [(30, 25)]).cursor == nil)
+  }
+
   @Test func theOutboxSendsEachConversationInOrderAndAcknowledges() async throws {
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)

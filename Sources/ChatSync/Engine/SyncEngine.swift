@@ -491,6 +491,21 @@ public actor SyncEngine {
     return (next > cursor ? next : nil, ahead)
   }
 
+  /// ``advance(cursor:ahead:storing:previousId:)`` over messages stored together, in
+  /// order: each step starts where the one before left the cursor.
+  static func advance(cursor: Int64, ahead: [Int64: Int64], storing placed: [(id: Int64, previousId: Int64?)]) -> (
+    cursor: Int64?, ahead: [Int64: Int64]
+  ) {
+    var place = cursor
+    var ahead = ahead
+    for (id, previousId) in placed {
+      let step = advance(cursor: place, ahead: ahead, storing: id, previousId: previousId)
+      ahead = step.ahead
+      if let next = step.cursor { place = next }
+    }
+    return (place > cursor ? place : nil, ahead)
+  }
+
   /// Takes the cursor `cursorAfter` computed, once what it covers is stored.
   private func advanceCursor(to cursor: Int64?, ahead: [Int64: Int64]) {
     storedAhead = ahead
@@ -504,7 +519,7 @@ public actor SyncEngine {
 
   /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
   /// counting the ones already stored. `cursor` is where a catch-up page leaves the
-  /// message cursor; `previousId` an event's place in the log (see ``cursorAfter``).
+  /// message cursor; `previousIds` the events' places in the log (see ``advance``).
   private func store(_ messages: [Message], cursor: Int64? = nil, previousIds: [Int64?] = []) async throws {
     let contacts = try repository.unknownUsers(messages.map { $0.conversationID(owner: owner) })
     var users: [User] = []
@@ -518,15 +533,8 @@ public actor SyncEngine {
     var moved = (cursor: cursor, ahead: storedAhead)
     if cursor == nil, previousIds.count == messages.count {
       // Events: each names the message before it in the log.
-      var place = messageCursor
-      for (message, previousId) in zip(messages, previousIds) {
-        let step = Self.advance(cursor: place, ahead: moved.ahead, storing: message.id, previousId: previousId)
-        moved.ahead = step.ahead
-        if let next = step.cursor {
-          place = next
-          moved.cursor = next
-        }
-      }
+      moved = Self.advance(
+        cursor: messageCursor, ahead: storedAhead, storing: zip(messages, previousIds).map { ($0.id, $1) })
     }
     let fresh = try await patiently { [moved] in
       try repository.receive(messages, users: users, messageCursor: moved.cursor)
@@ -806,13 +814,13 @@ public actor SyncEngine {
       : await api.post(batch: batch, timeout: options.replyTimeout)
     // The accepted ones are stored together, the cursor following them along the log.
     var accepted: [(message: Message, requestID: Int64)] = []
-    var moved = (cursor: Int64?.none, ahead: storedAhead)
+    var placed: [(id: Int64, previousId: Int64?)] = []
     for (request, outcome) in zip(batch, outcomes) {
       guard case .accepted(let message, let previousId, _) = outcome else { continue }
       accepted.append((message, request.requestID))
-      moved = Self.advance(
-        cursor: moved.cursor ?? messageCursor, ahead: moved.ahead, storing: message.id, previousId: previousId)
+      placed.append((message.id, previousId))
     }
+    let moved = Self.advance(cursor: messageCursor, ahead: storedAhead, storing: placed)
     if !accepted.isEmpty {
       do {
         try await patiently { [accepted, moved] in
