@@ -43,9 +43,16 @@ public struct MessagePostAnswer: Sendable, Hashable, Codable {
 public struct MessageBatchPost: Sendable, Hashable, Codable {
   /// The messages, each as `POST /v2/messages` takes it.
   public var messages: [MessagePost]
+  /// The `requestId` of this device's message that must be on the relay before the batch
+  /// is tried (the last of the batch sent before it and not answered yet); without it the
+  /// relay answers `409 out_of_order` and tries none.
+  public var after: Int64?
 
   /// A batch.
-  public init(messages: [MessagePost]) { self.messages = messages }
+  public init(messages: [MessagePost], after: Int64? = nil) {
+    self.messages = messages
+    self.after = after
+  }
 }
 
 /// The `200` answer to `POST /v2/messages/batch`: one result per message, in the order given.

@@ -32,6 +32,9 @@ struct APIError: Error {
     APIError(status: 405, code: "method_not_allowed", message: "use \(allow)", headers: [("Allow", allow)])
   }
   static func conflict(_ message: String) -> APIError { APIError(status: 409, code: "conflict", message: message) }
+  static func outOfOrder(_ message: String) -> APIError {
+    APIError(status: 409, code: "out_of_order", message: message, field: "after")
+  }
   static func throttled(retryAfter seconds: Int) -> APIError {
     APIError(
       status: 429, code: "throttled", message: "too many requests; retry after \(seconds) s",

@@ -249,6 +249,13 @@ public final class Relay: @unchecked Sendable {
       throw APIError.badRequest(
         "field 'messages': expected 1 to \(Self.maximumBatch) messages, got \(body.messages.count)", field: "messages")
     }
+    if let after = body.after {
+      guard after > 0 else { throw APIError.badRequest("field 'after': expected a positive integer", field: "after") }
+      guard try store.hasRequest(from: owner.user, device: owner.device, requestID: after) else {
+        throw APIError.outOfOrder(
+          "field 'after': request \(after) of this device is not on the relay yet; none of the batch was tried")
+      }
+    }
     let now = self.now()
     var results: [JSONValue] = []
     results.reserveCapacity(body.messages.count)

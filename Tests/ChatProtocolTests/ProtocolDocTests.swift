@@ -155,7 +155,8 @@ import Testing
     WireType(ErrorBody(error: .init(code: "bad_request", message: "m", field: "toUserId"))),
     WireType(MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: "2026-01-31T12:00:00.000Z")),
     WireType(MessagePostAnswer(message: message, fromMessageRequestId: 7)),
-    WireType(MessageBatchPost(messages: [MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: nil)])),
+    WireType(
+      MessageBatchPost(messages: [MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: nil)], after: 6)),
     WireType(
       MessageBatchAnswer(results: [
         MessageBatchResult(fromMessageRequestId: 7, message: message, replayed: false, error: nil),

@@ -75,7 +75,10 @@ final class ScriptedRelay: Sendable {
       var content: String
       var createdAt: String
     }
-    struct Batch: Decodable { var messages: [Post] }
+    struct Batch: Decodable {
+      var messages: [Post]
+      var after: Int64?
+    }
     // One message as the relay renders it, and whether it was a replay.
     func accept(_ post: Post) -> (json: String, replayed: Bool) {
       let (id, replayed) = state.withLock { state -> (Int64, Bool) in
@@ -91,6 +94,12 @@ final class ScriptedRelay: Sendable {
     }
     if call.path == "/v2/messages/batch" {
       let batch = try! JSONDecoder().decode(Batch.self, from: Data(call.body ?? []))
+      // As the relay: a batch that names a request not stored yet is not tried.
+      if let after = batch.after, state.withLock({ $0.accepted[after] == nil }) {
+        let body =
+          #"{"error":{"code":"out_of_order","message":"request \#(after) is not on the relay yet","field":"after"}}"#
+        return HTTPReply(status: 409, body: Array(body.utf8))
+      }
       let results = batch.messages.map { post in
         let (json, replayed) = accept(post)
         return #"{"fromMessageRequestId":\#(post.requestId),"message":\#(json),"replayed":\#(replayed)}"#

@@ -67,46 +67,103 @@ import Testing
   /// Protocol version 2: a conversation's queued messages go together, in order, up to
   /// `batchSize` a request; a batch that fails as a whole is sent again as a whole, and a
   /// message refused inside a batch fails alone.
+  /// The batches of one conversation's backlog, as sent: each one's contents and `after`.
+  struct SentBatch: Decodable {
+    struct Post: Decodable { var content: String }
+    var messages: [Post]
+    var after: Int64?
+  }
+
+  /// Whether `flag` was still down (it is up from now on).
+  static func firstTime(_ flag: Locked<Bool>) -> Bool {
+    flag.withLock { raised in
+      defer { raised = true }
+      return !raised
+    }
+  }
+
+  static func batches(_ relay: ScriptedRelay) throws -> [SentBatch] {
+    try relay.posts.map { try JSONDecoder().decode(SentBatch.self, from: Data($0.body ?? [])) }
+  }
+
   @Test func aBacklogGoesInBatchesInOrder() async throws {
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       let requests = try (1...25).map { try repository.send(to: 2, content: "to bob \($0)") }
       let refused = requests[6].requestID
       let inner = ScriptedRelay()
-      // The first batch fails whole (503); in the next, message 7 is refused.
-      let relay = ScriptedRelay { attempt, call in
-        if attempt == 0 { return HTTPReply(status: 503) }
+      let failed = Locked(false)
+      let refusedOnce = Locked(false)
+      // The first batch with message 1 fails whole (503); in the first answered batch with
+      // message 7, message 7 is refused. Whatever order the two batches in flight arrive in.
+      let relay = ScriptedRelay { _, call in
+        let body = String(decoding: call.body ?? [], as: UTF8.self)
+        if body.contains(#""to bob 1""#), Self.firstTime(failed) {
+          return HTTPReply(status: 503)
+        }
         var reply = inner.answer(call)
-        guard attempt == 1 else { return reply }
-        let text = String(decoding: reply.body, as: UTF8.self).replacingOccurrences(
-          of: #"{"fromMessageRequestId":\#(refused),"message""#,
-          with: #"{"fromMessageRequestId":\#(refused),"error":{"code":"conflict","message":"reused"},"x""#)
-        reply.body = Array(text.utf8)
+        let needle = #"{"fromMessageRequestId":\#(refused),"message""#
+        let text = String(decoding: reply.body, as: UTF8.self)
+        guard text.contains(needle), Self.firstTime(refusedOnce) else {
+          return reply
+        }
+        reply.body = Array(
+          text.replacingOccurrences(
+            of: needle, with: #"{"fromMessageRequestId":\#(refused),"error":{"code":"conflict","message":"reused"},"x""#
+          ).utf8)
         return reply
       }
       var options = SyncEngine.Options.test
       options.batchSize = 10
       let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
       #expect(await engine.runOnce(deadline: 30) == .unsent(waiting: 0, permanent: 1))
-      let posts = relay.posts
-      #expect(posts.allSatisfy { $0.path == "/v2/messages/batch" }, "\(posts.map(\.path))")
-      struct Batch: Decodable {
-        struct Post: Decodable { var content: String }
-        var messages: [Post]
-      }
-      let sent = try posts.map {
-        try JSONDecoder().decode(Batch.self, from: Data($0.body ?? [])).messages.map(\.content)
-      }
-      #expect(sent.map(\.count) == [10, 10, 10, 5], "the failed batch again whole, then the rest")
-      #expect(sent[0] == sent[1] && sent[1] == (1...10).map { "to bob \($0)" })
-      #expect(sent.dropFirst().flatMap { $0 } == (1...25).map { "to bob \($0)" })
+      #expect(relay.posts.allSatisfy { $0.path == "/v2/messages/batch" }, "\(relay.posts.map(\.path))")
+      let sent = try Self.batches(relay)
+      #expect(sent.allSatisfy { $0.messages.count <= 10 })
+      #expect(sent.filter { $0.messages.first?.content == "to bob 1" }.count >= 2, "the failed batch again whole")
+      // A second batch went while the first was in flight, naming the first's last request.
+      #expect(sent.contains { $0.after == requests[9].requestID })
       let check = try ChatRepository.open(user: 1, in: folder)
       #expect(try check.request(refused)?.failReason == "conflict: reused")
+      // Stored in the order written: the relay's ids follow it.
       #expect(
         try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.content } else { nil } }
           == (1...25).filter { $0 != 7 }.map { "to bob \($0)" })
       let metrics = await engine.metrics
       #expect(metrics.sent == 24 && metrics.rejected == 1 && metrics.failedAttempts == 10)
+    }
+  }
+
+  /// The second batch in flight can reach the relay before the first: the relay does not
+  /// try it (409 out_of_order), and it goes again after the first without counting an attempt.
+  @Test func aBatchThatOvertakesTheOneBeforeItWaitsForIt() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      let requests = try (1...30).map { try repository.send(to: 2, content: "to bob \($0)") }
+      let inner = ScriptedRelay()
+      let slowed = Locked(false)
+      // The first batch is held until a batch behind it has been answered.
+      let relay = ScriptedRelay { _, call in
+        let body = String(decoding: call.body ?? [], as: UTF8.self)
+        if body.contains(#""to bob 1""#), Self.firstTime(slowed) {
+          while inner.posts.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        inner.state.withLock { $0.calls.append(call) }
+        return inner.answer(call)
+      }
+      var options = SyncEngine.Options.test
+      options.batchSize = 10
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
+      #expect(await engine.runOnce(deadline: 30) == .done)
+      let sent = try Self.batches(relay)
+      #expect(sent.count >= 4, "a batch was sent twice")
+      #expect(sent[1].after == requests[9].requestID && sent[1].messages.first?.content == "to bob 11")
+      let check = try ChatRepository.open(user: 1, in: folder)
+      #expect(
+        try check.timeline(conversation: 2).items.compactMap { if case .message(let m) = $0 { m.content } else { nil } }
+          == (1...30).map { "to bob \($0)" })
+      let metrics = await engine.metrics
+      #expect(metrics.sent == 30 && metrics.failedAttempts == 0 && metrics.rejected == 0)
     }
   }
 

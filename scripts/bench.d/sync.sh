@@ -21,8 +21,8 @@
 # and B's Messages row keeps it): wall-clock times of this one machine, each truncated to
 # the millisecond (±1 ms). The latency run queues one message every 1/R s; the throughput
 # run queues N at once (bursts of 100, a nudge after each): messages/s = N / (B's last
-# receipt - the first created_at). The client keeps one request in flight per
-# conversation, so this is one conversation's rate. B's file is polled read-only
+# receipt - the first created_at). The client keeps at most two batches in flight per
+# conversation (in order), so this is one conversation's rate. B's file is polled read-only
 # (sqlite3 -readonly) only to know when to stop.
 #
 # Storm: `chat-sync-bench storm` runs C SyncEngines in one process (one file each; the

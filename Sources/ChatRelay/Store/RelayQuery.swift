@@ -82,7 +82,8 @@ enum RelayQuery {
   static let dropPushesUpTo = "DELETE FROM RelayPushes WHERE id <= ?"
   static let pushesAfter =
     "SELECT id, to_user_id, message_id, created_at, unread FROM RelayPushes WHERE id > ? ORDER BY id LIMIT ?"
-  static let undeliveredCount = "SELECT count(*) FROM RelayMessages WHERE to_user_id = ? AND delivered_at IS NULL"
+  /// A user's messages no device of theirs stored yet (kept by triggers, migration 0004).
+  static let undeliveredCount = "SELECT undelivered FROM RelayUsers WHERE id = ?"
   /// The oldest message from one sender to a recipient no device of theirs stored yet (a read mark stops below it).
   static let firstUndeliveredFrom =
     "SELECT id FROM RelayMessages WHERE to_user_id = ?1 AND from_user_id = ?2 AND delivered_at IS NULL ORDER BY id LIMIT 1"

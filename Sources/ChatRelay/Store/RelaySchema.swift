@@ -24,6 +24,7 @@ public enum RelaySchema {
         Migration(fileName: "0001_relay_initial.sql", sql: initial),
         Migration(fileName: "0002_relay_devices.sql", sql: devices),
         Migration(fileName: "0003_relay_log.sql", sql: log),
+        Migration(fileName: "0004_relay_undelivered_count.sql", sql: undeliveredCount),
       ])
     } catch {
       fatalError("the relay's migration set is invalid: \(error)")
@@ -237,5 +238,30 @@ public enum RelaySchema {
       SELECT from_user_id, device_id, request_id, message_id, to_user_id, content, created_at FROM RelayRequests;
     DROP TABLE RelayRequests;
     ALTER TABLE RelayRequests_0003 RENAME TO RelayRequests;
+    """
+
+  // MARK: - 0004
+
+  /// Each user's count of messages no device of theirs stored yet (a push record's badge,
+  /// `unread`), kept by triggers: counting them at every push was a scan of the user's
+  /// undelivered messages, so a backlog to an offline user cost time quadratic in its length.
+  static let undeliveredCount = """
+    ALTER TABLE RelayUsers ADD COLUMN undelivered INTEGER NOT NULL DEFAULT 0;
+    UPDATE RelayUsers SET undelivered =
+      (SELECT count(*) FROM RelayMessages m WHERE m.to_user_id = RelayUsers.id AND m.delivered_at IS NULL);
+
+    CREATE TRIGGER RelayMessagesCountInsert AFTER INSERT ON RelayMessages WHEN new.delivered_at IS NULL
+    BEGIN
+      UPDATE RelayUsers SET undelivered = undelivered + 1 WHERE id = new.to_user_id;
+    END;
+    CREATE TRIGGER RelayMessagesCountDelivered AFTER UPDATE OF delivered_at ON RelayMessages
+      WHEN (old.delivered_at IS NULL) <> (new.delivered_at IS NULL)
+    BEGIN
+      UPDATE RelayUsers SET undelivered = undelivered + iif(new.delivered_at IS NULL, 1, -1) WHERE id = new.to_user_id;
+    END;
+    CREATE TRIGGER RelayMessagesCountDelete AFTER DELETE ON RelayMessages WHEN old.delivered_at IS NULL
+    BEGIN
+      UPDATE RelayUsers SET undelivered = undelivered - 1 WHERE id = old.to_user_id;
+    END;
     """
 }

@@ -111,6 +111,14 @@ extension RelayStore {
     }
   }
 
+  /// Whether `device` of `sender` has a message with `requestID` on record (its idempotency
+  /// record, which outlives the message): what a batch's `after` asks.
+  public func hasRequest(from sender: Int64, device: Int64, requestID: Int64) throws -> Bool {
+    try reading("look up request \(requestID) in") {
+      try !$0.query(RelayQuery.requestByKey, [sender, device, requestID], { _ in true }).isEmpty
+    }
+  }
+
   /// The newest message id the relay has issued (0 before the first): ids only go up.
   public func lastIssuedMessageID() throws -> Int64 {
     try reading("read the last message id of") { try $0.int64(RelayQuery.lastMessageID) ?? 0 }

@@ -145,6 +145,13 @@ extension HotQuery {
     sql: "SELECT \(requestColumns) FROM MessageRequests WHERE status = 'FAILED' ORDER BY request_id LIMIT ?1",
     sampleArguments: [.integer(100)], access: [.scan("MessageRequests")])
 
+  /// A sent request the relay did not try (its batch came before the one it followed):
+  /// due again at `?2`, still SENT (it goes with the same request id).
+  public static let requeueSent = HotQuery(
+    name: "outbox: a sent request due again",
+    sql: "UPDATE MessageRequests SET next_attempt_at = ?2 WHERE request_id = ?1 AND status = 'SENT'",
+    sampleArguments: [.integer(1), .text(sample)], access: [.primaryKey])
+
   /// After a restart: requests a killed process left SENT are due at `?1`. The
   /// outbox's few rows are read whole.
   public static let resumeInterruptedSends = HotQuery(
@@ -223,7 +230,7 @@ extension HotQuery {
       storeMessage, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
       rememberDeliveryAck, forgetDeliveryAck,
       unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, requestsFromHead, failedRequests, resumeInterruptedSends,
-      outboxCounts,
+      requeueSent, outboxCounts,
       recordFailedAnswer, retryFailedNow, insertRequest, upsertUser, addPlaceholderUser, standInContacts, firstUnread,
     ] + [MessageStatus.delivered, .read].map(raiseReceiptMark)
 }

@@ -20,6 +20,9 @@ struct RelayAPI: Sendable {
     case unauthorized(String)
     /// No connection could be made: the request never left; try again later.
     case unreachable(String)
+    /// A batch sent while the one before it was in flight, tried before it was stored
+    /// (`409 out_of_order`): nothing of it was tried; it goes again after that one.
+    case outOfOrder(String)
   }
 
   func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
@@ -41,11 +44,11 @@ struct RelayAPI: Sendable {
   /// Sends several messages of one conversation in one `POST /v2/messages/batch`, in
   /// order; one outcome per request, in the same order (the whole batch's when it failed
   /// as a whole).
-  func post(batch requests: [MessageRequest], timeout: Double) async -> [PostOutcome] {
+  func post(batch requests: [MessageRequest], after: Int64? = nil, timeout: Double) async -> [PostOutcome] {
     let body = MessageBatchPost(
       messages: requests.map {
         MessagePost(requestId: $0.requestID, toUserId: $0.toUserID, content: $0.content, createdAt: $0.createdAt)
-      })
+      }, after: after)
     let reply: HTTPReply
     do {
       reply = try await http.send(
@@ -61,6 +64,11 @@ struct RelayAPI: Sendable {
   /// Sorts an answer to a batch (separate so the unit tests can feed it every case).
   static func outcomes(of reply: HTTPReply, for requestIDs: [Int64]) -> [PostOutcome] {
     guard reply.status == 200 else {
+      if reply.status == 409, let body = try? WireJSON.decode(ErrorBody.self, from: reply.body),
+        body.error.code == "out_of_order"
+      {
+        return Array(repeating: .outOfOrder(body.error.message), count: requestIDs.count)
+      }
       let whole = reply.status == 201 ? .retryable("HTTP 201 to a batch", retryAfter: nil) : outcome(of: reply)
       return Array(repeating: whole, count: requestIDs.count)
     }

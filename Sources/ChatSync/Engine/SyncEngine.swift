@@ -24,7 +24,7 @@ import Foundation
 public actor SyncEngine {
   /// Tunables; the defaults are the product's.
   public struct Options: Sendable {
-    /// Conversations with a request in flight at once (one each, so each stays in order).
+    /// Conversations sending at once (each with up to two batches in flight, in order).
     public var conversationsInFlight = 4
     /// How long a POST may take before it counts as failed (the timeout controller).
     public var replyTimeout: Double = 10
@@ -784,16 +784,47 @@ public actor SyncEngine {
     return next
   }
 
-  /// Sends the head of a conversation and the requests due behind it (up to
-  /// `batchSize`, in order) in one request, then settles each.
+  /// A batch sent and not settled yet.
+  private struct Flight {
+    var batch: [MessageRequest]
+    var answer: Task<[RelayAPI.PostOutcome], Never>
+  }
+
+  /// Sends the head of a conversation and the requests due behind it, in batches of up to
+  /// `batchSize` in order, with up to two full batches in flight: the second is sent while the
+  /// first's answer is on its way and names the first's last request (`after`), so the
+  /// relay tries it only once that one is stored (`409 out_of_order` otherwise: it goes
+  /// back to due and follows the first). Batches are settled in the order they were sent;
+  /// after one that was not accepted whole, no new batch starts here (the outbox loop
+  /// sends what is due again, with its backoff).
   private func send(_ head: MessageRequest) async {
     defer {
       inFlight[head.toUserID] = nil
       doorbell.ring()
     }
+    var flights: [Flight] = []
+    var next: MessageRequest? = head
+    while true {
+      if flights.count < 2, let start = next, !stopping, halted == nil {
+        next = nil
+        if let flight = await launch(from: start, after: flights.last?.batch.last?.requestID) {
+          flights.append(flight)
+          if options.batchSize > 1, flight.batch.count == options.batchSize, let last = flight.batch.last {
+            next = try? repository.dueRequest(following: last)
+          }
+          continue
+        }
+      }
+      guard !flights.isEmpty else { return }
+      if await !land(flights.removeFirst()) { next = nil }
+    }
+  }
+
+  /// Marks the due requests from `start` on SENT (the durable timeout) and sends them.
+  private func launch(from start: MessageRequest, after: Int64?) async -> Flight? {
     var batch: [MessageRequest]
     do {
-      let due = options.batchSize > 1 ? try repository.dueRequests(after: head, limit: options.batchSize) : [head]
+      let due = options.batchSize > 1 ? try repository.dueRequests(after: start, limit: options.batchSize) : [start]
       // The durable timeout: if this process dies now the requests are due again after it.
       let marked = try await patiently { [due] in
         try repository.markSent(due.map(\.requestID), replyTimeout: options.replyTimeout + 5)
@@ -801,17 +832,33 @@ public actor SyncEngine {
       batch = due.filter { marked.contains($0.requestID) }
     } catch {
       log("outbox: \(error)")
-      return
+      return nil
     }
-    guard !batch.isEmpty else { return }
+    guard !batch.isEmpty else { return nil }
     for request in batch {
       if request.failCount > 0 || request.status == .sent { metrics.retries += 1 }
       if firstTried[request.requestID] == nil { firstTried[request.requestID] = .now }
     }
-    var outcomes =
-      batch.count == 1
-      ? [await api.post(batch[0], timeout: options.replyTimeout)]
-      : await api.post(batch: batch, timeout: options.replyTimeout)
+    let api = api
+    let timeout = options.replyTimeout
+    let answer = Task { [batch] in
+      batch.count == 1 && after == nil
+        ? [await api.post(batch[0], timeout: timeout)]
+        : await api.post(batch: batch, after: after, timeout: timeout)
+    }
+    return Flight(batch: batch, answer: answer)
+  }
+
+  /// Waits for a flight's answer, stores what was accepted and settles each request;
+  /// whether every one was accepted.
+  private func land(_ flight: Flight) async -> Bool {
+    let batch = flight.batch
+    // The post runs in a task of its own (two go at once): stopping cancels it from here.
+    var outcomes = await withTaskCancellationHandler {
+      await flight.answer.value
+    } onCancel: {
+      flight.answer.cancel()
+    }
     // The accepted ones are stored together, the cursor following them along the log.
     var accepted: [(message: Message, requestID: Int64)] = []
     var placed: [(id: Int64, previousId: Int64?)] = []
@@ -836,6 +883,17 @@ public actor SyncEngine {
         }
       }
     }
+    // Not tried by the relay: due again now, behind the batch before it (no attempt counted).
+    let untried = zip(batch, outcomes).filter { if case .outOfOrder = $0.1 { true } else { false } }
+    if let first = untried.first, case .outOfOrder(let reason) = first.1 {
+      do {
+        try await patiently { [untried] in try repository.requeue(untried.map(\.0.requestID)) }
+        log(
+          "send of \(untried.count) request(s) from \(first.0.requestID) on waits for the batch before it (\(reason))")
+      } catch {
+        log("outbox: \(error)")
+      }
+    }
     // A batch that failed as a whole is tried again as a whole: every request waits the
     // head's delay (each its own would split it).
     var sharedDelay: Double?
@@ -845,7 +903,11 @@ public actor SyncEngine {
       sharedDelay = retryAfter ?? options.outboxBackoff.delay(attempt: batch[0].failCount + 1, random: options.random)
     }
     let retryAt = sharedDelay.map { Date().addingTimeInterval($0) }
-    for (request, outcome) in zip(batch, outcomes) { await settle(request, outcome, retryAt: retryAt) }
+    for (request, outcome) in zip(batch, outcomes) {
+      if case .outOfOrder = outcome { continue }
+      await settle(request, outcome, retryAt: retryAt)
+    }
+    return outcomes.allSatisfy { if case .accepted = $0 { true } else { false } }
   }
 
   /// Counts, logs and records one request's outcome (an accepted one is stored already).
@@ -909,8 +971,8 @@ public actor SyncEngine {
       case .unauthorized(let reason):
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date()) }
         halt("The relay refused the token: \(reason)")
-      case .unreachable:
-        break  // made retryable above
+      case .unreachable, .outOfOrder:
+        break  // made retryable above; requeued by land(_:)
       }
     } catch {
       log("outbox: \(error)")

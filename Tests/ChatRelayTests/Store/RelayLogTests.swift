@@ -134,6 +134,35 @@ import Testing
     }
   }
 
+  /// A push record's badge is the recipient's count of messages no device of theirs stored
+  /// (kept by triggers, not counted at each push): exact through posts, deliveries,
+  /// retention-0 drops and sweeps.
+  @Test func thePushBadgeIsTheCountOfUndeliveredMessages() throws {
+    try withRelay { store, _, _ in
+      let counted = { (user: Int64) in
+        try store.db.int64(
+          "SELECT count(*) FROM RelayMessages WHERE to_user_id = ? AND delivered_at IS NULL", [user]) ?? -1
+      }
+      let push = { (user: Int64) in try store.recordPush(to: user, messageId: 1, at: createdAt).unread }
+      var ids: [Int64] = []
+      for i in 1...6 {
+        ids.append(
+          try store.post(from: 1, requestID: Int64(i), to: 2, content: "m\(i)", createdAt: createdAt, now: baseTime)
+            .message.messageId)
+      }
+      _ = try store.post(from: 2, requestID: 1, to: 1, content: "r", createdAt: createdAt, now: baseTime)
+      #expect(try push(2) == 6 && push(1) == 1)
+      // A replay adds nothing; a delivery (and its repeat) takes off each once.
+      _ = try store.post(from: 1, requestID: 1, to: 2, content: "m1", createdAt: createdAt, now: baseTime)
+      _ = try store.acknowledgeDelivery(by: 2, ids: Array(ids.prefix(2)))
+      _ = try store.acknowledgeDelivery(by: 2, ids: Array(ids.prefix(3)))
+      #expect(try push(2) == 3 && counted(2) == 3)
+      // Messages leaving the relay undelivered take their count with them.
+      try store.sweep(now: baseTime + 40 * 86_400_000, retention: .days(30), idempotencyWindow: 86_400_000)
+      #expect(try push(2) == 0 && push(1) == 0 && counted(2) == 0)
+    }
+  }
+
   @Test func aDeviceListSaysHowFarBehindEachDeviceIs() throws {
     try withRelay { store, _, _ in
       var last: Int64 = 0

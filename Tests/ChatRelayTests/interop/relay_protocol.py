@@ -170,6 +170,17 @@ async def main():
         expect_error(http("POST", "/v2/messages/batch", token=ALICE, body={"messages": []}), 400, "bad_request")
         too_many = {"messages": [{"requestId": 100 + i, "toUserId": 2, "content": "x"} for i in range(101)]}
         expect_error(http("POST", "/v2/messages/batch", token=ALICE, body=too_many), 400, "bad_request")
+        # `after`: a batch is tried only once the named request of this device is on the relay.
+        later = {"messages": [{"requestId": 30, "toUserId": 2, "content": "after b3"}]}
+        for missing in (29, 21):  # never sent; refused (no record)
+            expect_error(http("POST", "/v2/messages/batch", token=ALICE, body={**later, "after": missing}),
+                         409, "out_of_order", field="after")
+        expect_error(http("POST", "/v2/messages/batch", token=ALICE, body={**later, "after": 0}),
+                     400, "bad_request", field="after")
+        status, _, ordered = http("POST", "/v2/messages/batch", token=ALICE, body={**later, "after": 22})
+        assert status == 200 and ordered["results"][0]["replayed"] is False, ordered  # not tried before
+        got = await next_event(bob, "new_message")
+        assert got["messageId"] == ordered["results"][0]["message"]["messageId"], got
 
         # Profiles: self and contacts only.
         status, _, profile = http("GET", "/v2/users/2", token=ALICE)
