@@ -87,6 +87,7 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         "accepted \(message) from \(String(decoding: reply.body, as: UTF8.self))")
     case (_, .accepted): require(false, "\(reply.status) sorted as accepted")
     case (_, .unreachable): require(false, "an answer (\(reply.status)) sorted as unreachable")
+    case (_, .outOfOrder): require(false, "a single POST's \(reply.status) sorted as out of order (only a batch is)")
     case (_, .rejected), (_, .unauthorized):
       require(
         !(500...599).contains(reply.status) && reply.status != 429 && reply.status != 408,
