@@ -163,6 +163,31 @@ import Testing
     }
   }
 
+  /// Migration 0004 counts what a version-3 file already holds undelivered.
+  @Test func aVersionThreeFileGetsItsUndeliveredCounts() throws {
+    try withTemporaryDirectory { dir in
+      let path = dir + "/relay.db"
+      do {
+        let db = try Database(path: path, mode: .create)
+        let migrator = Migrator(migrations: Array(RelaySchema.migrations.prefix(3)))
+        let plan = try migrator.plan(for: try db.read { try migrator.status(of: $0) })
+        _ = try migrator.apply(plan, to: db, owner: nil)
+        try db.execute("INSERT INTO RelayUsers (id, name) VALUES (1, 'Ada'), (2, 'Bob'), (3, 'Cy')")
+        for (id, to, delivered) in [(Int64(10), Int64(2), false), (11, 2, true), (12, 2, false), (13, 1, false)] {
+          try db.execute(
+            "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at, delivered_at) VALUES (?, ?, ?, 'x', ?, ?)",
+            [id, to == 2 ? 1 : 2, to, createdAt, delivered ? createdAt : nil])
+        }
+      }
+      let store = try RelayStore(path: path)
+      #expect(try store.schemaVersion() == RelaySchema.latestVersion)
+      let counts = try store.db.query("SELECT id, undelivered FROM RelayUsers ORDER BY id") {
+        [$0.int64(0), $0.int64(1)]
+      }
+      #expect(counts == [[1, 1], [2, 2], [3, 0]])
+    }
+  }
+
   @Test func aDeviceListSaysHowFarBehindEachDeviceIs() throws {
     try withRelay { store, _, _ in
       var last: Int64 = 0
