@@ -552,9 +552,12 @@ public actor SyncEngine {
     }
     for message in fresh {
       log(
-        message.fromUserID == owner
-          ? "stored message \(message.id) to user \(message.toUserID), sent from another device"
-          : "received message \(message.id) from user \(message.fromUserID)")
+        message.fromUserID != owner
+          ? "received message \(message.id) from user \(message.fromUserID)"
+          : message.requestID != nil
+            // This device's own, in a catch-up that came before the POST's answer.
+            ? "stored message \(message.id) to user \(message.toUserID), sent from this device"
+            : "stored message \(message.id) to user \(message.toUserID), sent from another device")
     }
   }
 
