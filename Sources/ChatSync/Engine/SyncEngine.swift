@@ -973,7 +973,7 @@ public actor SyncEngine {
         log("request \(request.requestID) refused for good: \(reason)")
       case .unauthorized(let reason):
         try await patiently { try repository.markFailed(request.requestID, reason: reason, retryAt: Date()) }
-        halt("The relay refused the token: \(reason)")
+        if halted == nil { halt("The relay refused the token: \(reason)") }
       case .unreachable, .outOfOrder:
         break  // made retryable above; requeued by land(_:)
       }
