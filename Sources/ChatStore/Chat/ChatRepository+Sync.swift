@@ -191,18 +191,6 @@ extension ChatRepository {
     return due.first?.requestID == head.requestID ? Array(due) : [head]
   }
 
-  /// The request of `last`'s conversation right behind it, if it is due now: where the
-  /// next batch starts while `last`'s batch is in flight.
-  public func dueRequest(following last: MessageRequest) throws -> MessageRequest? {
-    let now = timestamp
-    let next = try database.read { db in
-      try db.query(
-        HotQuery.requestsFromHead.sql, [last.toUserID, last.createdAt, last.requestID, 2], HotQuery.request)
-    }.first { $0.requestID != last.requestID }
-    guard let next, (next.nextAttemptAt ?? now) <= now else { return nil }
-    return next
-  }
-
   /// Makes SENT requests due now again without counting an attempt: the relay did not
   /// try them (``HotQuery/requeueSent``).
   public func requeue(_ requestIDs: [Int64]) throws {

@@ -791,6 +791,8 @@ public actor SyncEngine {
   private struct Flight {
     var batch: [MessageRequest]
     var answer: Task<[RelayAPI.PostOutcome], Never>
+    /// The due request behind a full batch: where the next one starts (nil: none due).
+    var following: MessageRequest?
   }
 
   /// Sends the head of a conversation and the requests due behind it, in batches of up to
@@ -812,9 +814,7 @@ public actor SyncEngine {
         next = nil
         if let flight = await launch(from: start, after: flights.last?.batch.last?.requestID) {
           flights.append(flight)
-          if options.batchSize > 1, flight.batch.count == options.batchSize, let last = flight.batch.last {
-            next = try? repository.dueRequest(following: last)
-          }
+          next = flight.following
           continue
         }
       }
@@ -826,8 +826,11 @@ public actor SyncEngine {
   /// Marks the due requests from `start` on SENT (the durable timeout) and sends them.
   private func launch(from start: MessageRequest, after: Int64?) async -> Flight? {
     var batch: [MessageRequest]
+    var following: MessageRequest?
     do {
-      let due = options.batchSize > 1 ? try repository.dueRequests(after: start, limit: options.batchSize) : [start]
+      // One more than a batch: the extra one, if due, starts the next batch.
+      var due = options.batchSize > 1 ? try repository.dueRequests(after: start, limit: options.batchSize + 1) : [start]
+      if due.count > options.batchSize { following = due.removeLast() }
       // The durable timeout: if this process dies now the requests are due again after it.
       let marked = try await patiently { [due] in
         try repository.markSent(due.map(\.requestID), replyTimeout: options.replyTimeout + 5)
@@ -849,7 +852,7 @@ public actor SyncEngine {
         ? [await api.post(batch[0], timeout: timeout)]
         : await api.post(batch: batch, after: after, timeout: timeout)
     }
-    return Flight(batch: batch, answer: answer)
+    return Flight(batch: batch, answer: answer, following: following)
   }
 
   /// Waits for a flight's answer, stores what was accepted and settles each request;
