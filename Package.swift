@@ -26,6 +26,8 @@ let package = Package(
       pkgConfig: "libcrypto",
       providers: [.apt(["libssl-dev"])]
     ),
+    // glibc's <malloc.h> (mallopt), part of libc itself.
+    .systemLibrary(name: "CMalloc"),
     .systemLibrary(
       name: "CWebSockets",
       pkgConfig: "libwebsockets",
@@ -40,7 +42,7 @@ let package = Package(
     .plugin(name: "EmbedMigrations", capability: .buildTool()),
 
     // MARK: - Core and features
-    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "Migrations"]),
+    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "CMalloc", "Migrations"]),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"]),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
     // The relay protocol's messages, users, events and errors (docs/protocol.md) as Codable

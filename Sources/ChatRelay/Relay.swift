@@ -226,10 +226,10 @@ public final class Relay: @unchecked Sendable {
     let posted = try accept(body, from: owner, now: now())
     // The answer and the events are the bytes of `WireJSON.encode` of `MessagePostAnswer`
     // and `ServerEvent.newMessage` (keys sorted, no spaces; RelayWireTests checks it).
-    var response = HTTPResponse(
-      status: 201, contentType: "application/json",
-      body: Array(
-        "{\"fromMessageRequestId\":\(body.requestId),\"message\":\(posted.message.json.render(pretty: false))}".utf8))
+    var answer = JSONObjectWriter()
+    answer.int("fromMessageRequestId", body.requestId)
+    answer.raw("message", posted.message.json)
+    var response = HTTPResponse.json(201, answer.closed)
     if !posted.isNew { response.headers.append(("Idempotent-Replayed", "true")) }
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
@@ -257,32 +257,39 @@ public final class Relay: @unchecked Sendable {
       }
     }
     let now = self.now()
-    var results: [JSONValue] = []
+    var results: [[UInt8]] = []
     results.reserveCapacity(body.messages.count)
     // A message refused for good (4xx) leaves the others to go on, as one refused POST
     // would; after one that could not be stored now (5xx) none is tried, so none is
     // stored ahead of it: the client sends them again in order.
     var stoppedBy: Int?
     for (index, message) in body.messages.enumerated() {
-      var fields: [String: JSONValue] = ["fromMessageRequestId": .int(message.requestId)]
+      // `{error?, fromMessageRequestId, message?, replayed?}`, keys in order.
+      var result = JSONObjectWriter()
       do {
         if let stoppedBy {
           throw APIError.unavailable("not tried: message \(stoppedBy) of the batch could not be stored now")
         }
         let posted = try accept(message, from: owner, now: now)
-        fields["message"] = posted.message.json
-        fields["replayed"] = .bool(!posted.isNew)
+        result.int("fromMessageRequestId", message.requestId)
+        result.raw("message", posted.message.json)
+        result.bool("replayed", !posted.isNew)
       } catch {
         var refused = Self.apiError(error)
         if refused.status >= 500 && stoppedBy == nil { stoppedBy = index }
         if let field = refused.field { refused.field = "messages[\(index)].\(field)" }
-        var detail: [String: JSONValue] = ["code": .string(refused.code), "message": .string(refused.message)]
-        if let field = refused.field { detail["field"] = .string(field) }
-        fields["error"] = .object(detail)
+        var detail = JSONObjectWriter()
+        detail.string("code", refused.code)
+        if let field = refused.field { detail.string("field", field) }
+        detail.string("message", refused.message)
+        result.raw("error", detail.closed)
+        result.int("fromMessageRequestId", message.requestId)
       }
-      results.append(.object(fields))
+      results.append(result.closed)
     }
-    var response = HTTPResponse.json(200, .object(["results": .array(results)]))
+    var answer = JSONObjectWriter()
+    answer.raw("results", MessagesPage.array(results))
+    var response = HTTPResponse.json(200, answer.closed)
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
   }
@@ -548,14 +555,13 @@ public final class Relay: @unchecked Sendable {
     }
   }
 
-  static func event(_ type: String, _ payload: JSONValue) -> String {
-    event(type, rendered: payload.render(pretty: false))
-  }
-
-  /// `{"payload":…,"type":…}` around a payload already rendered: the bytes of rendering
-  /// the event's JSONValue (keys sorted, no spaces).
-  static func event(_ type: String, rendered payload: String) -> String {
-    "{\"payload\":" + payload + ",\"type\":" + jsonString(type) + "}"
+  /// `{"payload":…,"type":…}` around a payload already rendered: the bytes of
+  /// `WireJSON.encode` of the event (keys sorted, no spaces).
+  static func event(_ type: String, _ payload: [UInt8]) -> String {
+    var event = JSONObjectWriter()
+    event.raw("payload", payload)
+    event.string("type", type)
+    return event.text
   }
 }
 
@@ -602,9 +608,8 @@ extension HTTPRequest {
 
 extension HTTPResponse {
   /// A JSON response rendered by hand (the hot paths; see RelayJSON.swift).
-  static func json(_ status: Int, _ body: JSONValue) -> HTTPResponse {
-    HTTPResponse(
-      status: status, contentType: "application/json", body: Array(body.render(pretty: false).utf8), headers: [])
+  static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+    HTTPResponse(status: status, contentType: "application/json", body: body, headers: [])
   }
 
   /// A JSON response: one of the protocol's types, encoded by `WireJSON`.

@@ -81,6 +81,7 @@ enum ServeCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
+    Heap.keepFreedMemoryForReuse()
     let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
     let relay = try Relay(
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,

@@ -18,7 +18,10 @@ import Testing
     let message = RelayMessage(
       messageId: 10_916_218_899_464_192, fromUserId: 1, toUserId: 2, content: text,
       createdAt: "2026-01-31T12:00:00.000Z")
-    #expect(Self.rendered(message.json) == WireJSON.encode(message))
+    #expect(message.json == WireJSON.encode(message))
+    var mine = message
+    (mine.fromDeviceId, mine.requestId, mine.previousId) = (3, 77, 10_916_218_899_464_191)
+    #expect(mine.json == WireJSON.encode(mine))
     for user in [
       RelayUser(id: 2, name: text, avatarURL: nil, lastConnectedAt: nil),
       RelayUser(id: 2, name: "Bob", avatarURL: text, lastConnectedAt: "2026-01-31T11:59:00.000Z"),
@@ -29,7 +32,7 @@ import Testing
     for kind in StatusUpdate.Kind.allCases {
       let update = RelayStatusUpdate(
         sequence: 12, userId: 1, type: kind, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z")
-      #expect(Self.rendered(update.json) == WireJSON.encode(update.update))
+      #expect(update.json == WireJSON.encode(update.update))
       let event: ServerEvent =
         switch kind {
         case .messageRead: .messageRead(update.update)
@@ -38,10 +41,12 @@ import Testing
         }
       #expect(Array(Relay.event(update.kind.rawValue, update.json).utf8) == WireJSON.encode(event))
       let page = MessagesPage(messages: [message, message], hasMore: true, statusUpdates: [update.update])
-      #expect(Self.rendered(page.json) == WireJSON.encode(page))
+      #expect(page.json == WireJSON.encode(page))
+      let last = MessagesPage(messages: [], hasMore: false, statusUpdates: [update.update], cursor: 12)
+      #expect(last.json == WireJSON.encode(last))
     }
     #expect(
-      Array(Relay.event("new_message", rendered: message.json.render(pretty: false)).utf8)
+      Array(Relay.event("new_message", message.json).utf8)
         == WireJSON.encode(ServerEvent.newMessage(message)))
   }
 
@@ -58,6 +63,21 @@ import Testing
     let answer = try WireJSON.decode(MessagePostAnswer.self, from: response.body)
     #expect(answer.message.content == Self.texts[1] && answer.fromMessageRequestId == 7)
     #expect(response.body == WireJSON.encode(answer))
+    // A batch: one stored, one replayed, one refused with a field, one not tried.
+    let batch = WireJSON.encode(
+      MessageBatchPost(messages: [
+        MessagePost(requestId: 8, toUserId: 2, content: Self.texts[0], createdAt: "2026-01-31T12:00:01.000Z"),
+        MessagePost(requestId: 7, toUserId: 2, content: Self.texts[1], createdAt: "2026-01-31T12:00:00.000Z"),
+        MessagePost(requestId: 9, toUserId: 0, content: "x", createdAt: "2026-01-31T12:00:02.000Z"),
+      ]))
+    let batchResponse = relay.respond(
+      to: HTTPRequest(
+        method: "POST", path: "/v2/messages/batch", headers: ["authorization": "Bearer \(token)"], body: batch))
+    #expect(batchResponse.status == 200)
+    let batchAnswer = try WireJSON.decode(MessageBatchAnswer.self, from: batchResponse.body)
+    #expect(batchAnswer.results.map(\.replayed) == [false, true, nil])
+    #expect(batchAnswer.results[2].error?.field == "messages[2].toUserId")
+    #expect(batchResponse.body == WireJSON.encode(batchAnswer))
   }
 
   @Test func errorsAndTheOtherAnswersAreTheProtocolTypes() throws {

@@ -11,37 +11,38 @@ Prints one JSON object of results on stdout. FILE is a JSON list of users, each
 {"userId": n, "tokens": ["<device 1's token>", "<device 2's>", ...]}.
 
 fanout: the users are paired (1st with 2nd, 3rd with 4th, ...); every device of every user
-  holds a WebSocket (python3-websockets); each user's first device posts to its partner
-  over one keep-alive HTTP/1.1 connection (raw asyncio), one request at a time (as fast as
-  the answers come, or with --rate R paced at R messages/s over all senders, each on its
-  own schedule). A message is done when its `new_message` reached every socket it goes
-  to: the recipient's devices and the sender's other devices (D + D - 1 sockets with D
-  devices a user). Latency: from just before the POST is written to the last of them.
-  Messages/s: the messages done inside the S-second window (after W s of warm-up).
-  Also the CPU of process PID and of the generator over the window, and the time each
-  spent runnable but waiting for a core (relay_load.py's measures).
+  holds a WebSocket (RawSocket, raw asyncio: a `new_message` frame's key is read from its
+  bytes with one regular expression, json.loads only for a rendering the expression does
+  not know, so that the generator spends little per frame); each user's first device
+  posts to its partner over one keep-alive HTTP/1.1 connection (raw asyncio), one request
+  at a time (as fast as the answers come, or with --rate R paced at R messages/s over all
+  senders, each on its own schedule). A message is done when its `new_message` reached
+  every socket it goes to: the recipient's devices and the sender's other devices
+  (D + D - 1 sockets with D devices a user). Latency: from just before the POST is written
+  to the last of them. Messages/s: the messages done inside the S-second window (after W s
+  of warm-up). Also the CPU of process PID and of the generator over the window, and the
+  time each spent runnable but waiting for a core (relay_load.py's measures).
 fill: posts N messages through POST /v2/messages as fast as C keep-alive connections per
   worker take them (requestIds unique per device), while every user's first device holds
-  a WebSocket (raw asyncio: the frames are skipped, pings answered), so no recipient is
-  offline (no push records). Content: 80 bytes. --shape focus: every message is between
-  the first user of FILE and one of the others, in turn sent and received (the first
-  user's window); --shape spread: from every user (its devices in turn) to one of its M
-  contacts.
+  a WebSocket (RawSocket: the frames are counted and skipped, pings answered), so no
+  recipient is offline (no push records). Content: 80 bytes. --shape focus: every message
+  is between the first user of FILE and one of the others, in turn sent and received (the
+  first user's window); --shape spread: from every user (its devices in turn) to one of
+  its M contacts.
 ack: every device of the first U users (default all) acknowledges its log as chat-sync
   does, in two rounds. 1: each user's first device fetches its log (GET /v2/messages,
   1,000 a page, each page naming the previous page's cursor) and acknowledges the
   messages to it that no device stored yet (`delivery_ack` on its socket, 500 ids a frame,
-  waiting for `delivery_acknowledged`). 2: once every delivery is recorded, every device
-  fetches what it has not (the whole log for the other devices) and the status updates
-  the deliveries made, then names both cursors (GET /v2/messages?lastSyncedMessage=
-  &lastSyncedUpdate=, answered once the acknowledgement is committed).
+  waiting for `delivery_acknowledged`; these sockets are python3-websockets'). 2: once
+  every delivery is recorded, every device fetches what it has not (the whole log for the
+  other devices) and the status updates the deliveries made, then names both cursors
+  (GET /v2/messages?lastSyncedMessage=&lastSyncedUpdate=, answered once the
+  acknowledgement is committed).
 
-Runs with Debian's /usr/bin/python3 (python3-websockets 10.4).
+Runs with Debian's /usr/bin/python3 (3.11); ack also needs python3-websockets (10.4).
 """
-import argparse, asyncio, base64, json, multiprocessing as mp, os, random, sys, time
+import argparse, asyncio, base64, json, multiprocessing as mp, os, random, re, sys, time
 from urllib.parse import urlsplit
-
-import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relay_load import Window, cpu_seconds, own_cpu, percentile, run_processes, runqueue_wait  # noqa: E402
@@ -117,7 +118,155 @@ def padded(prefix):
 
 
 # ---------------------------------------------------------------------------
+# A client WebSocket on a bare asyncio protocol: the upgrade written by hand, the relay's
+# frames parsed from the chunks the event loop hands over (no task woken per chunk, no
+# object per frame), pings answered. Cheap per frame, so that a fan-out run measures the
+# relay rather than the generator.
+
+
+def client_frame(first_byte, payload):
+    """A masked client frame (RFC 6455 asks clients to mask) of at most 125 bytes: a pong, a close."""
+    mask = os.urandom(4)
+    return bytes([first_byte, 0x80 | len(payload)]) + mask + bytes(c ^ mask[j % 4] for j, c in enumerate(payload))
+
+
+class RawSocket(asyncio.Protocol):
+    """One socket; open it with `open_raw_socket`. `on_text(payload, t)` is called for each
+    complete text message (payload: bytes; t: time.monotonic() when the chunk that
+    completed it arrived, read once per chunk: a chunk's frames arrived together).
+    `finished` is done once the relay closed the socket (`closed_by_relay`: with a close
+    frame) or the connection ended; `pings`: the pings answered; `error`: an exception
+    `on_text` raised (the socket is then closed), else None."""
+
+    def __init__(self, request, on_text):
+        loop = asyncio.get_running_loop()
+        self.request, self.on_text = request, on_text
+        self.opened, self.finished = loop.create_future(), loop.create_future()
+        self.transport = None
+        self.upgraded = False
+        self.head = b""  # the upgrade's answer, until it is whole
+        self.rest = b""  # the start of a frame not whole yet
+        self.fragments = None  # the parts so far of a fragmented text message
+        self.pings, self.closed_by_relay, self.error = 0, False, None
+
+    def connection_made(self, transport):
+        self.transport = transport
+        transport.write(self.request)
+
+    def connection_lost(self, exc):
+        if not self.opened.done():
+            self.opened.set_exception(exc or ConnectionError("closed before the upgrade's answer"))
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+    def data_received(self, data):
+        if not self.upgraded:
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            if not self.head.startswith(b"HTTP/1.1 101"):
+                status = self.head.split(b"\r\n", 1)[0].decode(errors="replace")
+                self.opened.set_exception(RuntimeError(f"upgrade refused: {status}"))
+                self.transport.close()
+                return
+            self.upgraded = True
+            data, self.head = self.head[end + 4:], b""
+            self.opened.set_result(None)
+        if self.finished.done():
+            return
+        t = time.monotonic()
+        if self.rest:
+            data = self.rest + data
+        try:
+            self.rest = self.frames(data, t)
+        except Exception as e:  # noqa: BLE001 - kept for the socket's owner
+            self.error = e
+            self.transport.close()
+
+    def frames(self, data, t):
+        """Handles the whole frames of data; returns the rest (the start of the next frame)."""
+        on_text = self.on_text
+        i, size = 0, len(data)
+        while size - i >= 2:
+            b0, n, h = data[i], data[i + 1] & 0x7F, 2
+            if n == 126:
+                if size - i < 4:
+                    break
+                n, h = int.from_bytes(data[i + 2:i + 4], "big"), 4
+            elif n == 127:
+                if size - i < 10:
+                    break
+                n, h = int.from_bytes(data[i + 2:i + 10], "big"), 10
+            end = i + h + n
+            if end > size:
+                break
+            op = b0 & 0x0F
+            if op == 0x1:
+                if b0 & 0x80:
+                    on_text(data[i + h:end], t)
+                else:
+                    self.fragments = [data[i + h:end]]
+            elif op == 0x0:  # a continuation (of a binary message when fragments is None: skipped)
+                if self.fragments is not None:
+                    self.fragments.append(data[i + h:end])
+                    if b0 & 0x80:
+                        payload, self.fragments = b"".join(self.fragments), None
+                        on_text(payload, t)
+            elif op == 0x9:  # ping: a pong with the same payload (at most 125 bytes)
+                self.transport.write(client_frame(0x8A, data[i + h:end]))
+                self.pings += 1
+            elif op == 0x8:
+                self.closed_by_relay = True
+                self.finished.set_result(None)
+                return b""
+            i = end
+        return data[i:] if i < size else b""
+
+    async def close(self):
+        """Sends a close frame (1000, normal) and closes the connection, without waiting for
+        the relay's close frame; returns once the connection is closed (at most 1 s)."""
+        if not self.transport.is_closing():
+            if self.upgraded:
+                self.transport.write(client_frame(0x88, b"\x03\xe8"))
+            self.transport.close()
+        await asyncio.wait([self.finished], timeout=1)
+        if not self.finished.done():
+            self.transport.abort()
+
+
+async def open_raw_socket(host, port, token, on_text):
+    """A RawSocket on GET /v2/socket/updates authenticated with token, once the relay
+    answered the upgrade with 101; raises otherwise (RuntimeError naming the status)."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (f"GET /v2/socket/updates HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+               f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+               f"Authorization: Bearer {token}\r\n\r\n").encode()
+    _, sock = await asyncio.get_running_loop().create_connection(lambda: RawSocket(request, on_text), host, port)
+    try:
+        await sock.opened
+    except BaseException:
+        sock.transport.abort()
+        raise
+    return sock
+
+
+# ---------------------------------------------------------------------------
 # fanout: one worker process runs a slice of the pairs
+
+# The relay renders an event with sorted keys and no spaces (RelayJSON.swift):
+# {"payload":{"content":"<t0> <user>:<seq> xxx…","createdAt":…},"type":"new_message"}.
+NEW_MESSAGE_END = b',"type":"new_message"}'
+NEW_MESSAGE_KEY = re.compile(rb'\{"payload":\{"content":"[^ "]* (\d+:\d+) ')
+
+
+def new_message_key(payload):
+    """The key in a `new_message` event's content (bytes) by json.loads, for a rendering
+    NEW_MESSAGE_KEY does not match; None for another event."""
+    event = json.loads(payload)
+    if event.get("type") != "new_message":
+        return None
+    return event["payload"]["content"].split(" ", 2)[1].encode()
 
 
 async def fanout_worker(args, pairs, ready, go_time):
@@ -127,42 +276,46 @@ async def fanout_worker(args, pairs, ready, go_time):
     expected = 2 * per_user - 1  # the recipient's devices and the sender's other devices
     state = {"posted": 0, "sent": 0, "done": 0, "doneInWindow": 0, "errors": 0, "firstError": None,
              "events": 0, "strays": 0, "late": 0, "latency": [], "first": [], "post": []}
-    pending = {}  # "user:seq" -> [events still to come, t0, first event's time]
+    pending = {}  # b"user:seq" -> [events still to come, t0, first event's time]
+    window = None  # set at the start, before the first POST
+
+    def receive(payload, t):
+        """A text frame of a device's socket (RawSocket's on_text), at t."""
+        m = NEW_MESSAGE_KEY.match(payload) if payload.endswith(NEW_MESSAGE_END) else None
+        if m is not None:
+            key = m.group(1)
+        elif b'"new_message"' in payload:  # a rendering the expression does not know
+            key = new_message_key(payload)
+            if key is None:
+                return
+        else:
+            return  # another event (contact_status_update, ...)
+        state["events"] += 1
+        entry = pending.get(key)
+        if entry is None:
+            state["strays"] += 1
+            return
+        if entry[2] is None:
+            entry[2] = t
+        entry[0] -= 1
+        if entry[0] == 0:
+            del pending[key]
+            state["done"] += 1
+            if window.inside(entry[1]):
+                state["latency"].append(t - entry[1])
+                state["first"].append(entry[2] - entry[1])
+            if window.inside(t):
+                state["doneInWindow"] += 1
+
     sockets = []
     for user_id, tokens in devices.items():
         for token in tokens:
-            sockets.append(await websockets.connect(
-                f"ws://{u.hostname}:{u.port}/v2/socket/updates", extra_headers={"Authorization": f"Bearer {token}"},
-                compression=None, ping_interval=None, max_size=2 ** 21))
+            sockets.append(await open_raw_socket(u.hostname, u.port, token, receive))
     ready.put(os.getpid())
     loop = asyncio.get_running_loop()
     start = await loop.run_in_executor(None, go_time.get)
     window = Window(start, args.warmup, args.seconds)
     go = asyncio.Event()
-
-    async def receive(ws):
-        async for frame in ws:
-            t = time.monotonic()
-            event = json.loads(frame)
-            if event.get("type") != "new_message":
-                continue
-            state["events"] += 1
-            key = event["payload"]["content"].split(" ", 2)[1]
-            entry = pending.get(key)
-            if entry is None:
-                state["strays"] += 1
-                continue
-            if entry[2] is None:
-                entry[2] = t
-            entry[0] -= 1
-            if entry[0] == 0:
-                del pending[key]
-                state["done"] += 1
-                if window.inside(entry[1]):
-                    state["latency"].append(t - entry[1])
-                    state["first"].append(entry[2] - entry[1])
-                if window.inside(t):
-                    state["doneInWindow"] += 1
 
     total_senders = args.total_senders
     interval = total_senders / args.rate if args.rate else 0.0
@@ -189,13 +342,13 @@ async def fanout_worker(args, pairs, ready, go_time):
             seq += 1
             key = f"{user_id}:{seq}"
             t0 = time.monotonic()
-            pending[key] = [expected, t0, None]
+            pending[key.encode()] = [expected, t0, None]
             body = json.dumps({"requestId": request_id, "toUserId": partner,
                                "content": padded(f"{t0!r} {key}")}).encode()
             status, _ = await http.request("POST", "/v2/messages", token, body)
             t1 = time.monotonic()
             if status != 201:
-                pending.pop(key, None)
+                pending.pop(key.encode(), None)
                 state["errors"] += 1
                 if state["firstError"] is None:
                     state["firstError"] = f"HTTP {status}"
@@ -207,7 +360,6 @@ async def fanout_worker(args, pairs, ready, go_time):
                 state["post"].append(t1 - t0)
         http.close()
 
-    receivers = [asyncio.ensure_future(receive(ws)) for ws in sockets]
     senders = []
     for a, b in pairs:
         senders.append(asyncio.ensure_future(send(a["userId"], a["tokens"][0], b["userId"])))
@@ -222,9 +374,10 @@ async def fanout_worker(args, pairs, ready, go_time):
     deadline = time.monotonic() + args.drain
     while pending and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    for t in receivers:
-        t.cancel()
-    await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+    await asyncio.gather(*(sock.close() for sock in sockets))
+    failed = next((sock.error for sock in sockets if sock.error is not None), None)
+    if failed is not None:
+        raise RuntimeError(f"a socket's frame handling failed: {failed!r}")
     state["lost"] = len(pending)
     state["cpu"], state["wait"] = cpu1 - cpu0, wait1 - wait0
     state["expected"] = expected
@@ -280,58 +433,18 @@ def fanout(args):
 
 
 async def drain_socket(host, port, token, stats, stop, gate):
-    """An authenticated WebSocket that skips every frame and answers pings (raw asyncio)."""
+    """An authenticated WebSocket (RawSocket) that counts its text frames and skips them,
+    answers pings, until stop is set."""
+    def count(payload, t):
+        stats["frames"] += 1
+
     async with gate:
-        reader, writer = await asyncio.open_connection(host, port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write((f"GET /v2/socket/updates HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                      f"Authorization: Bearer {token}\r\n\r\n").encode())
-        head = await reader.readuntil(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 101"):
-        status = head.split(b"\r\n", 1)[0].decode(errors="replace")
-        raise RuntimeError(f"upgrade refused: {status}")
+        sock = await open_raw_socket(host, port, token, count)
     stats["open"] += 1
-
-    async def pump():
-        buf = bytearray()
-        while True:
-            data = await reader.read(1 << 18)
-            if not data:
-                return
-            buf += data
-            i = 0
-            while len(buf) - i >= 2:
-                b0, n, h = buf[i], buf[i + 1] & 0x7F, 2
-                if n == 126:
-                    if len(buf) - i < 4:
-                        break
-                    n, h = int.from_bytes(buf[i + 2:i + 4], "big"), 4
-                elif n == 127:
-                    if len(buf) - i < 10:
-                        break
-                    n, h = int.from_bytes(buf[i + 2:i + 10], "big"), 10
-                if len(buf) - i < h + n:
-                    break
-                op = b0 & 0x0F
-                if op == 0x1:
-                    stats["frames"] += 1
-                elif op == 0x9:  # ping: a masked pong with the same payload (at most 125 bytes)
-                    payload = bytes(buf[i + h:i + h + n])
-                    mask = os.urandom(4)
-                    writer.write(bytes([0x8A, 0x80 | len(payload)]) + mask +
-                                 bytes(c ^ mask[j % 4] for j, c in enumerate(payload)))
-                    stats["pings"] += 1
-                elif op == 0x8:
-                    stats["closed"] += 1
-                    return
-                i += h + n
-            del buf[:i]
-
-    task = asyncio.ensure_future(pump())
     await stop.wait()
-    task.cancel()
-    writer.close()
+    stats["pings"] += sock.pings
+    stats["closed"] += sock.closed_by_relay
+    await sock.close()
 
 
 def fill_plan(args, users, i):
@@ -431,6 +544,8 @@ def fill(args):
 
 
 async def ack(args):
+    import websockets  # python3-websockets: only this mode (not timed) needs it
+
     u = urlsplit(args.url)
     users = load_devices(args.devices)[:args.users or None]
     # Few deliverers at once: a delivery's `message_delivered` goes to every open socket of

@@ -206,21 +206,20 @@ echo "$cpu_before $cpu_after" >"$d/cpu-tput.txt"
 # then a new run: from its start until B stored the last, and A's CPU for all of it.
 stop "$a_pid"
 send --count "$messages" --burst "$messages" --tag backlog --out "$d/send-backlog.json"
+# Drained: A's outbox is empty (the relay accepted every message); then B's last. One
+# Python process, started first, polls both files (backlog_wait.py): no shell per poll.
+$py "$here/backlog_wait.py" "$d/a/chats-1.db" "$d/b/chats-2.db" "$d/backlog.pid" "$messages" backlog 120 \
+  >"$d/backlog.wait" &
+waiter=$!
+for _ in $(seq 500); do [ -f "$d/backlog.pid.ready" ] && break; sleep 0.01; done
 backlog_start=$(date +%s.%N)
 CHAT_SYNC_TOKEN=$(token 1) "$bin/chat-sync" run --server "$url" --data-dir "$d/a" --user 1 2>"$d/a-backlog.log" \
   >/dev/null &
 a_pid=$!
-# Drained: A's outbox is empty (the relay accepted every message); then B's last.
-drained=0 drained_cpu=0
-for _ in $(seq 1200); do
-  if [ "$(sqlite3 -readonly "$d/a/chats-1.db" 'SELECT count(*) FROM MessageRequests' 2>/dev/null)" = 0 ]; then
-    drained=$(date +%s.%N) drained_cpu=$(cpu "$a_pid")
-    break
-  fi
-  sleep 0.02
-done
-wait_received backlog "$messages" 120
-echo "$backlog_start $(date +%s.%N) $(cpu "$a_pid") $(received backlog) $drained $drained_cpu" >"$d/backlog.txt"
+echo "$a_pid" >"$d/backlog.pid"
+wait "$waiter"
+read -r drained drained_cpu last <"$d/backlog.wait"
+echo "$backlog_start $last $(cpu "$a_pid") $(received backlog) $drained $drained_cpu" >"$d/backlog.txt"
 stop "$a_pid"
 stop "$b_pid"
 stop "$pair_relay"

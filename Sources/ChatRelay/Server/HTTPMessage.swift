@@ -95,22 +95,3 @@ public struct SocketID: Hashable, Sendable, CustomStringConvertible {
   /// `socket 7`.
   public var description: String { "socket \(raw)" }
 }
-
-/// A JSON string literal (with quotes) for `text`.
-func jsonString(_ text: String) -> String {
-  var out = "\""
-  for scalar in text.unicodeScalars {
-    switch scalar {
-    case "\"": out += "\\\""
-    case "\\": out += "\\\\"
-    case "\n": out += "\\n"
-    case "\r": out += "\\r"
-    case "\t": out += "\\t"
-    case _ where scalar.value < 0x20:
-      let hex = String(scalar.value, radix: 16)
-      out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-    default: out.unicodeScalars.append(scalar)
-    }
-  }
-  return out + "\""
-}

@@ -73,7 +73,7 @@ public enum JSONValue: Sendable, Equatable {
   /// `\n`, `\r`, `\t`, `\b`, `\f` or `\u00XX`; everything else (emoji, CJK) as raw UTF-8.
   private static let hex = Array("0123456789abcdef".utf8)
 
-  private static func writeString(_ text: String, to out: inout [UInt8]) {
+  static func writeString(_ text: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     for byte in text.utf8 {
       switch byte {
@@ -127,4 +127,57 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
   public init(dictionaryLiteral elements: (String, JSONValue)...) {
     self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
   }
+}
+
+/// One JSON object written member by member, in the order the caller gives: the same bytes
+/// as rendering a `JSONValue.object` compactly when the caller gives its keys sorted, without
+/// building and sorting a dictionary first (for hot paths that render one shape many times).
+///
+///     var object = JSONObjectWriter()
+///     object.int("id", 7)
+///     object.string("name", "Ada")
+///     object.text  // {"id":7,"name":"Ada"}
+public struct JSONObjectWriter {
+  /// The bytes so far (the opening brace and the members written).
+  public private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+  /// An empty object.
+  public init() {}
+
+  private mutating func key(_ name: StaticString) {
+    if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+    bytes.append(UInt8(ascii: "\""))
+    name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    bytes.append(contentsOf: "\":".utf8)
+  }
+
+  /// `"name":value`.
+  public mutating func int(_ name: StaticString, _ value: Int64) {
+    key(name)
+    bytes.append(contentsOf: String(value).utf8)
+  }
+
+  /// `"name":"value"`, escaped as `JSONValue` escapes strings.
+  public mutating func string(_ name: StaticString, _ value: String) {
+    key(name)
+    JSONValue.writeString(value, to: &bytes)
+  }
+
+  /// `"name":true` or `false`.
+  public mutating func bool(_ name: StaticString, _ value: Bool) {
+    key(name)
+    bytes.append(contentsOf: (value ? "true" : "false").utf8)
+  }
+
+  /// `"name":` followed by JSON text already rendered.
+  public mutating func raw(_ name: StaticString, _ json: some Collection<UInt8>) {
+    key(name)
+    bytes.append(contentsOf: json)
+  }
+
+  /// The object's text, closed.
+  public var text: String { String(decoding: closed, as: UTF8.self) }
+
+  /// The object's bytes, closed.
+  public var closed: [UInt8] { bytes + [UInt8(ascii: "}")] }
 }
