@@ -55,7 +55,7 @@ for module in ChatStore Migrations ChatMaintenance ChatCLI ChatCommands ChatProt
   done
 done
 modulemaps=()
-for c in CSQLite CZstd CCrypto CWebSockets; do modulemaps+=(-Xcc "-fmodule-map-file=Sources/$c/module.modulemap"); done
+for c in CSQLite CZstd CCrypto CMalloc CWebSockets; do modulemaps+=(-Xcc "-fmodule-map-file=Sources/$c/module.modulemap"); done
 cflags=() libs=()
 for f in $(pkg-config --cflags-only-I sqlite3 libzstd libcrypto libwebsockets); do cflags+=(-Xcc "$f"); done
 read -r -a libs <<<"$(pkg-config --libs sqlite3 libzstd libcrypto libwebsockets)"
