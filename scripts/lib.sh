@@ -23,8 +23,9 @@ ensure_packages() {
 BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-config)
 
 # The Debian packages only the tests need: python3-websockets is the WebSocket peer
-# of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3).
-TEST_PACKAGES=(python3-websockets)
+# of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3); openssl
+# makes the TLS tests' throwaway CA and certificates, and curl is one of their clients.
+TEST_PACKAGES=(python3-websockets openssl curl)
 
 # Raises the open-file limit to $1 descriptors for this shell and its children (root can go
 # past the hard limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to it), or

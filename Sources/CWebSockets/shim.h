@@ -9,6 +9,12 @@ static const int chat_lws_pre = LWS_PRE;
 /* Server options used by the relay (64-bit shifted macros). */
 static const unsigned long long chat_lws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;
 static const unsigned long long chat_lws_option_disable_ipv6 = LWS_SERVER_OPTION_DISABLE_IPV6;
+/* OpenSSL set up by the context: TLS for the relay's vhost and the client's connections. */
+static const unsigned long long chat_lws_option_ssl_global_init = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+
+/* OpenSSL's options that refuse every protocol below TLS 1.2 (SSL_OP_* are computed
+ * macros); libwebsockets.h includes <openssl/ssl.h> on Debian's OpenSSL build. */
+static const long chat_ssl_op_below_tls_1_2 = (long)(SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
 
 /* lws_set_timeout's "close this connection at the next service" value. */
 static const int chat_lws_to_kill_async = LWS_TO_KILL_ASYNC;

@@ -59,7 +59,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case .internalError: "an unexpected internal error (a bug: please report it)"
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"
-    case .permission: "permission denied: a file's mode, or the relay refused the token (`chat-sync`)"
+    case .permission:
+      "permission denied: a file's mode, or the relay refused the token or its TLS certificate did not verify (`chat-sync`)"
     case .brokenPipe:
       "standard output was closed by its reader (as `head -1` does): stopped quietly, as a program killed by SIGPIPE (128 + 13)"
     }

@@ -9,7 +9,9 @@ enum ServeCommand: ParsableCommand {
   static let abstract = "Serve the relay's HTTP API and WebSocket until interrupted."
   static let discussion: String? = """
     Listens on 127.0.0.1 unless --host says otherwise; --port 0 picks a free port. \
-    Prints 'listening on http://HOST:PORT' on standard error once ready, then one line \
+    With --tls-cert and --tls-key it serves HTTPS and WSS on that port (TLS 1.2 at \
+    least); without them, plain HTTP, on loopback only unless --insecure-plaintext. \
+    Prints 'listening on http://HOST:PORT' (https://) on standard error once ready, then one line \
     per connection and request (never message content or tokens). SIGINT or SIGTERM \
     closes the sockets (1001) and stops; with --json the envelope (requests served) is \
     printed then. See docs/protocol.md for the API and the faults.
@@ -17,7 +19,7 @@ enum ServeCommand: ParsableCommand {
 
   static let examples = [
     "chat-relay serve --db relay.db",
-    "chat-relay serve --db relay.db --retention-days 0",
+    "chat-relay serve --db relay.db --host 0.0.0.0 --port 443 --tls-cert relay.crt --tls-key relay.key",
     "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
   ]
 
@@ -31,6 +33,9 @@ enum ServeCommand: ParsableCommand {
     var idempotencyDays: Int
     var retentionDays: Int
     var pingSeconds: Int
+    var tlsCertificate: String?
+    var tlsKey: String?
+    var insecurePlaintext: Bool
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
       host =
@@ -77,6 +82,45 @@ enum ServeCommand: ParsableCommand {
           "--ping-seconds", valueName: "n",
           help: "Ping a socket idle this long; close one silent for twice it (its user goes offline) (default 30).",
           parse: Parse.count(from: 1, to: 3600)) ?? 30
+      tlsCertificate = o.option(
+        "--tls-cert", valueName: "file",
+        help: "Serve HTTPS and WSS with this certificate chain (PEM; with --tls-key).", parse: Parse.path)
+      tlsKey = o.option(
+        "--tls-key", valueName: "file", help: "The certificate's private key (PEM, mode 0600; with --tls-cert).",
+        parse: Parse.path)
+      insecurePlaintext = o.flag(
+        "--insecure-plaintext",
+        help: "Serve plain HTTP on an address other than loopback (tokens and messages cross the network in clear).")
+    }
+
+    func validate() throws {
+      guard (tlsCertificate == nil) == (tlsKey == nil) else {
+        throw ValidationError("'--tls-cert <file>' and '--tls-key <file>' go together")
+      }
+      if tlsCertificate == nil && !insecurePlaintext && !Self.isLoopback(host) {
+        throw ValidationError(
+          "'--host \(host)' without TLS would send tokens and messages in clear: pass '--tls-cert <file>' and '--tls-key <file>', or '--insecure-plaintext'"
+        )
+      }
+    }
+
+    /// 127.0.0.0/8, ::1 and localhost: the addresses no other machine reaches.
+    static func isLoopback(_ host: String) -> Bool {
+      var v4 = in_addr()
+      if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+      return host == "::1" || host == "[::1]" || host.lowercased() == "localhost"
+    }
+
+    /// The TLS files, checked: both readable, the key readable by its owner alone.
+    func tls() throws -> RelayTLS? {
+      guard let tlsCertificate, let tlsKey else { return nil }
+      for path in [tlsCertificate, tlsKey] where access(path, R_OK) != 0 {
+        throw StoreError(
+          errno == ENOENT ? .notFound : .permission, "\(path): cannot read it (\(String(cString: strerror(errno))))",
+          path: path)
+      }
+      try FileSystem.requireOwnerOnly(tlsKey, what: "the private key")
+      return RelayTLS(certificatePath: tlsCertificate, keyPath: tlsKey)
     }
   }
 
@@ -87,8 +131,9 @@ enum ServeCommand: ParsableCommand {
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
       idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays))
     let log = context.stderr
+    let tls = try options.tls()
     let server = try RelayServer(
-      host: options.host, port: options.port, pingSeconds: options.pingSeconds,
+      host: options.host, port: options.port, tls: tls, pingSeconds: options.pingSeconds,
       handlers: relay.handlers(log: { log.writeLine($0) }))
     relay.attach(server)
     // Signals end the service loop from a dispatch queue; the loop runs on this thread.
@@ -100,7 +145,8 @@ enum ServeCommand: ParsableCommand {
       source.resume()
       sources.append(source)
     }
-    log.writeLine("listening on http://\(options.host):\(server.port) (\(options.database.path))")
+    let scheme = tls == nil ? "http" : "https"
+    log.writeLine("listening on \(scheme)://\(options.host):\(server.port) (\(options.database.path))")
     server.run()
     sources.forEach { $0.cancel() }
     log.writeLine("stopped")

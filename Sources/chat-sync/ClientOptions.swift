@@ -68,22 +68,30 @@ struct RelayAccess: Sendable {
   static let tokenVariable = "CHAT_SYNC_TOKEN"
   var server: URL?
   var tokenFile: String?
+  var caFile: String?
 
   init(_ o: inout OptionReader) {
     server =
       o.option(
-        "--server", valueName: "url", help: "The relay, e.g. http://127.0.0.1:8080 (default: $\(Self.serverVariable)).",
+        "--server", valueName: "url",
+        help: "The relay, e.g. https://relay.example or http://127.0.0.1:8080 (default: $\(Self.serverVariable)).",
         parse: Self.parseServer)
       ?? ProcessInfo.processInfo.environment[Self.serverVariable].flatMap { try? Self.parseServer($0) }
     tokenFile = o.option(
       "--token-file", valueName: "path",
       help: "A file (mode 0600) holding the token (default: $\(Self.tokenVariable)).",
       parse: Parse.path)
+    caFile = o.option(
+      "--ca-file", valueName: "path",
+      help: "Trust only the CA certificates (PEM) in this file for an https:// relay (default: the system's).",
+      parse: Parse.path)
   }
 
   @Sendable static func parseServer(_ text: String) throws -> URL? {
-    guard let url = URL(string: text), url.scheme == "http", let host = url.host, !host.isEmpty else {
-      throw InvalidValue("expected an http:// URL such as http://127.0.0.1:8080")
+    guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", let host = url.host,
+      !host.isEmpty
+    else {
+      throw InvalidValue("expected an http:// or https:// URL such as https://relay.example")
     }
     return url
   }
@@ -93,21 +101,26 @@ struct RelayAccess: Sendable {
     return server
   }
 
+  /// TLS for an `https://` relay, set up before the first connection: its certificate
+  /// checked against `--ca-file` or the system's CAs.
+  func setUpTLS(for base: URL) throws {
+    guard base.scheme == "https" else {
+      if caFile != nil { throw ValidationError("'--ca-file <path>' is for an https:// relay") }
+      return
+    }
+    if let caFile {
+      guard FileManager.default.isReadableFile(atPath: caFile) else {
+        throw StoreError(.notFound, "\(caFile): no such CA file, or it cannot be read", path: caFile)
+      }
+    }
+    ClientTLS.enable(caFile: caFile)
+  }
+
   /// The token: `--token-file` (refused unless only its owner can read it), else
   /// `$CHAT_SYNC_TOKEN`. Never an argument: arguments show in `ps`.
   func token() throws -> String {
     if let tokenFile {
-      var info = stat()
-      guard stat(tokenFile, &info) == 0 else {
-        throw StoreError(.notFound, "\(tokenFile): no such token file", path: tokenFile)
-      }
-      let mode = info.st_mode & 0o777
-      guard mode & 0o077 == 0 else {
-        throw StoreError(
-          .permission,
-          "\(tokenFile): mode \(String(mode, radix: 8)) lets others read the token; run chmod 600 \(tokenFile)",
-          path: tokenFile)
-      }
+      try FileSystem.requireOwnerOnly(tokenFile, what: "the token")
       guard let data = FileManager.default.contents(atPath: tokenFile) else {
         throw StoreError(.permission, "\(tokenFile): cannot read the token file", path: tokenFile)
       }
@@ -125,8 +138,9 @@ struct RelayAccess: Sendable {
   func transports() throws -> (HTTPTransport, SocketConnector) {
     let base = try baseURL()
     let token = try token()
+    try setUpTLS(for: base)
     var socket = URLComponents(url: base, resolvingAgainstBaseURL: false)!
-    socket.scheme = "ws"
+    socket.scheme = base.scheme == "https" ? "wss" : "ws"
     socket.path = "/v2/socket/updates"
     return (.libwebsockets(base: base, token: token), .libwebsockets(url: socket.url!, token: token))
   }
@@ -151,6 +165,8 @@ extension RelayAccess {
     switch failure {
     case nil: return true
     case let wrong as WrongUserToken: throw OnceFailure(status: .permission, message: wrong.description)
+    case let refused as TransportError where refused.certificate:
+      throw OnceFailure(status: .permission, message: refused.message)
     case SyncFailure.unauthorized(let reason)? where refusedIsFatal:
       throw OnceFailure(status: .permission, message: "The relay refused the token: \(reason)")
     default: return false

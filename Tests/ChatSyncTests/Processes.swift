@@ -30,7 +30,8 @@ func tool(_ name: String, _ arguments: [String], environment: [String: String] =
   _ = FileManager.default.createFile(atPath: out.path, contents: nil)
   _ = FileManager.default.createFile(atPath: err.path, contents: nil)
   let process = Process()
-  process.executableURL = products.appendingPathComponent(name)
+  // A built program by name, or any other by its absolute path (openssl, curl, python3).
+  process.executableURL = name.hasPrefix("/") ? URL(fileURLWithPath: name) : products.appendingPathComponent(name)
   process.arguments = arguments
   process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
   process.standardOutput = try FileHandle(forWritingTo: out)
@@ -88,24 +89,29 @@ final class RelayProcess {
   let db: String
   let folder: String
   let faults: [String]
+  /// Served over TLS with this certificate and key (`https://localhost:port`).
+  let tls: (certificate: String, key: String)?
   private(set) var port = 0
   private(set) var server: Background?
   private var starts = 0
 
-  init(folder: String, faults: [String] = []) throws {
+  init(folder: String, faults: [String] = [], tls: (certificate: String, key: String)? = nil) throws {
     self.folder = folder
     self.db = folder + "/relay.db"
     self.faults = faults
+    self.tls = tls
     try start(port: 0)
   }
 
-  var url: String { "http://127.0.0.1:\(port)" }
+  var url: String { tls == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)" }
 
   private func start(port: Int) throws {
     starts += 1
     let log = folder + "/relay-\(starts).log"
     let server = try Background(
-      "chat-relay", ["serve", "--db", db, "--port", String(port), "--ping-seconds", "5"] + faults, log: log)
+      "chat-relay",
+      ["serve", "--db", db, "--port", String(port), "--ping-seconds", "5"] + faults
+        + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []), log: log)
     self.server = server
     let deadline = Date().addingTimeInterval(20)
     while Date() < deadline {

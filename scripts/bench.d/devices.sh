@@ -25,7 +25,7 @@
 # release chat-relay and chat-sync (default: builds them, as scripts/bench does, honouring
 # BENCH_SCRATCH_PATH); --work: scratch space (default bench-data, recreated as
 # WORK/devices). The load generator is scripts/bench.d/devices_load.py (Debian's
-# /usr/bin/python3 with python3-websockets); the table, devices_table.py.
+# /usr/bin/python3 with python3-uvloop and python3-websockets); the table, devices_table.py.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
@@ -61,7 +61,7 @@ done
 [ "$storage_users" -ge 2 ] || { echo "Error: '--storage-users' takes 2 or more" >&2; exit 64; }
 want() { [[ ,$parts, == *,$1,* ]]; }
 
-ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" sqlite3 time
+ensure_packages "${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}" python3-uvloop sqlite3 time
 py=/usr/bin/python3
 if [ -z "$bin" ]; then
   scratch=()

@@ -22,10 +22,14 @@ final class LWSContext {
   private let user: LWSContextUser
   private var destroyed = false
 
-  /// Creates the context and its one vhost listening on `host:port` (0 picks a free port).
+  /// Creates the context and its one vhost listening on `host:port` (0 picks a free port),
+  /// serving TLS with `tls`'s certificate and key when given (TLS 1.2 at least, OpenSSL's
+  /// default ciphers), plain HTTP otherwise.
   ///
   /// `handler` gets every event (through ``lwsContextCallback``); it must outlive the context.
-  init(host: String, port: Int, handler: any LWSEventHandler, pingSeconds: Int = 30) throws(RelayServerError) {
+  init(host: String, port: Int, tls: RelayTLS? = nil, handler: any LWSEventHandler, pingSeconds: Int = 30)
+    throws(RelayServerError)
+  {
     // Errors only: lws logs every connection at NOTICE by default.
     lws_set_log_level(Int32(LLL_ERR), nil)
 
@@ -64,11 +68,29 @@ final class LWSContext {
     info.retry_and_idle_policy = UnsafePointer(pingPolicy)
     info.options = chat_lws_option_validate_utf8
     if !host.contains(":") { info.options |= chat_lws_option_disable_ipv6 }
+    // The paths are read while the context is created; the strings live until it returns.
+    let certificate = tls.map { strdup($0.certificatePath)! }
+    let key = tls.map { strdup($0.keyPath)! }
+    defer {
+      free(certificate)
+      free(key)
+    }
+    if tls != nil {
+      info.options |= chat_lws_option_ssl_global_init
+      info.ssl_cert_filepath = UnsafePointer(certificate)
+      info.ssl_private_key_filepath = UnsafePointer(key)
+      info.ssl_options_set = chat_ssl_op_below_tls_1_2
+      // HTTP/1.1 only: the relay's request and answer handling is HTTP/1.1's (lws would
+      // offer h2 through ALPN, and an h2 client would get no answer).
+      info.alpn = UnsafeRawPointer(Self.http11.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
 
     guard let context = lws_create_context(&info) else {
       Self.release(protocols, protocolName, interface, pingPolicy)
       throw RelayServerError(
-        message: "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)"
+        message: tls == nil
+          ? "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)"
+          : "Could not listen on \(host):\(port) with TLS (is the port in use, or do the certificate \(tls!.certificatePath) and the key \(tls!.keyPath) not belong together?)"
       )
     }
     pointer = context
@@ -93,6 +115,10 @@ final class LWSContext {
     Self.release(protocols, protocolName, interface, pingPolicy)
   }
 
+  /// The ALPN list the relay offers over TLS (lws keeps the pointer: a static string's
+  /// bytes live as long as the process).
+  private static let http11: StaticString = "http/1.1"
+
   private static func release(
     _ protocols: UnsafeMutablePointer<lws_protocols>, _ name: UnsafeMutablePointer<CChar>,
     _ interface: UnsafeMutablePointer<CChar>, _ ping: UnsafeMutablePointer<lws_retry_bo_t>
@@ -108,6 +134,21 @@ final class LWSContext {
 
 @available(*, unavailable)
 extension LWSContext: Sendable {}
+
+/// The certificate (PEM, the chain after the server's own) and private key (PEM) the
+/// relay serves TLS with.
+public struct RelayTLS: Sendable, Hashable {
+  /// The certificate chain's file.
+  public var certificatePath: String
+  /// The private key's file.
+  public var keyPath: String
+
+  /// TLS with these files.
+  public init(certificatePath: String, keyPath: String) {
+    self.certificatePath = certificatePath
+    self.keyPath = keyPath
+  }
+}
 
 /// Why a ``RelayServer`` could not start.
 public struct RelayServerError: Error, CustomStringConvertible, Sendable {

@@ -80,17 +80,18 @@ public final class RelayServer: @unchecked Sendable {
   /// The port the server listens on (the one picked when `port` was 0).
   public let port: Int
 
-  /// Binds `host:port` (0 picks a free port) now; serving starts with ``run()``. A socket
-  /// idle for `pingSeconds` is pinged and one silent for twice that is closed.
+  /// Binds `host:port` (0 picks a free port) now, with TLS when `tls` is given; serving
+  /// starts with ``run()``. A socket idle for `pingSeconds` is pinged and one silent for
+  /// twice that is closed.
   ///
   /// Throws ``RelayServerError`` when the address cannot be bound.
   public init(
-    host: String = "127.0.0.1", port: Int, socketPath: String = "/v2/socket/updates", pingSeconds: Int = 30,
-    handlers: Handlers
+    host: String = "127.0.0.1", port: Int, tls: RelayTLS? = nil, socketPath: String = "/v2/socket/updates",
+    pingSeconds: Int = 30, handlers: Handlers
   ) throws {
     core = ServiceCore(socketPath: socketPath, handlers: handlers)
     // Unretained: the core outlives the context (deinit destroys the context first).
-    let context = try LWSContext(host: host, port: port, handler: core, pingSeconds: pingSeconds)
+    let context = try LWSContext(host: host, port: port, tls: tls, handler: core, pingSeconds: pingSeconds)
     self.port = context.listenPort
     core.attach(context)
   }

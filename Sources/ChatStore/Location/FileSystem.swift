@@ -55,6 +55,21 @@ public enum FileSystem {
     return stat(path, &info) == 0 ? Int(info.st_mode & 0o777) : nil
   }
 
+  /// Refuses a secret's file (a token, a private key) that others than its owner may
+  /// read (77), or that does not exist (66): `what` names it in the message.
+  ///
+  ///     try FileSystem.requireOwnerOnly("relay.key", what: "the private key")
+  public static func requireOwnerOnly(_ path: String, what: String) throws {
+    guard let mode = permissions(atPath: path) else {
+      throw StoreError(.notFound, "\(path): no such file", path: path)
+    }
+    guard mode & 0o077 == 0 else {
+      throw StoreError(
+        .permission, "\(path): mode \(String(mode, radix: 8)) lets others read \(what); run chmod 600 \(path)",
+        path: path)
+    }
+  }
+
   /// Removes a database file and its companions (`-wal`, `-shm`, `-journal`), as far
   /// as they exist: a file a command made itself and gives up on.
   public static func removeDatabase(atPath path: String) {

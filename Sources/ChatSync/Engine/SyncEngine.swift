@@ -304,6 +304,9 @@ public actor SyncEngine {
       } catch let refused as SocketRefused where refused.status == 401 {
         halt("The relay refused the token (HTTP 401)")
         return
+      } catch let refused as TransportError where refused.certificate {
+        halt(refused.message)
+        return
       } catch {
         log(
           connected
@@ -341,6 +344,9 @@ public actor SyncEngine {
       throw Halt(message: "The relay refused the token: \(reason)")
     } catch let wrong as WrongUserToken {
       throw Halt(message: wrong.description)
+    } catch let refused as TransportError where refused.certificate {
+      // Another try meets the same certificate: nothing is sent to a relay not verified.
+      throw Halt(message: refused.message)
     }
   }
 

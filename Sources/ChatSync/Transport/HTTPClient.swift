@@ -27,7 +27,8 @@ extension HTTPTransport {
           let address = try await SocketTarget.resolve(origin.host)
           let request = ExchangeRequest(
             method: call.method, address: address, port: origin.port, path: origin.prefix + call.path,
-            hostHeader: origin.hostHeader, authorization: authorization, body: call.body, name: name)
+            hostHeader: origin.hostHeader, authorization: authorization, body: call.body, name: name,
+            tls: origin.tls)
           return try await core.exchange(request)
         }
       } catch let error as TransportError {
@@ -47,15 +48,19 @@ struct RelayOrigin: Sendable {
   /// The base URL's path without its trailing `/` (usually empty).
   var prefix: String
   var hostHeader: String
+  /// `https://`: over TLS.
+  var tls: Bool
 
-  /// Accepts `http://` only: the relay serves no TLS.
+  /// Accepts `http://` and `https://`.
   init(base: URL) throws(TransportError) {
     guard let components = URLComponents(url: base, resolvingAgainstBaseURL: false),
-      components.scheme?.lowercased() == "http", var host = components.host, !host.isEmpty
-    else { throw TransportError("\(base.absoluteString): not an http:// URL with a host") }
+      let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+      var host = components.host, !host.isEmpty
+    else { throw TransportError("\(base.absoluteString): not an http:// or https:// URL with a host") }
     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
     self.host = host
-    port = components.port ?? 80
+    tls = scheme == "https"
+    port = components.port ?? (tls ? 443 : 80)
     let path = components.percentEncodedPath
     prefix = path.hasSuffix("/") ? String(path.dropLast()) : path
     hostHeader = (host.contains(":") ? "[\(host)]" : host) + (components.port.map { ":\($0)" } ?? "")

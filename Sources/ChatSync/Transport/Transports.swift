@@ -10,6 +10,8 @@ import LWSSupport
 public typealias HTTPReply = LWSSupport.HTTPReply
 /// Why a request got no answer (LWSSupport's).
 public typealias TransportError = LWSSupport.TransportError
+/// TLS for the client connections of this process (LWSSupport's).
+public typealias ClientTLS = LWSSupport.ClientTLS
 /// The relay refused the WebSocket upgrade (LWSSupport's).
 public typealias SocketRefused = LWSSupport.SocketRefused
 /// One WebSocket of libwebsockets' client (LWSSupport's).

@@ -15,12 +15,16 @@ package struct ExchangeRequest: Sendable {
   var body: [UInt8]?
   /// `POST /v2/messages`, for error messages: no query, no token.
   var name: String
+  /// Over TLS (`https://`; ``ClientTLS`` enabled), the certificate checked against the
+  /// `Host` header's name.
+  var tls: Bool
 
   /// A request to `address:port` (numeric) for `path` (encoded, with its query).
   package init(
     method: String, address: String, port: Int, path: String, hostHeader: String, authorization: String?,
-    body: [UInt8]?, name: String
+    body: [UInt8]?, name: String, tls: Bool = false
   ) {
+    self.tls = tls
     self.method = method
     self.address = address
     self.port = port
@@ -153,11 +157,12 @@ extension ClientCore {
       return -1
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
       let why = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-      settle(
-        exchange,
-        .failure(
-          TransportError(
-            "\(exchange.request.name): \(why ?? "connection failed")", neverConnected: exchange.status == 0)))
+      var failure = TransportError(
+        "\(exchange.request.name): \(why ?? "connection failed")", neverConnected: exchange.status == 0)
+      if let refusal = certificateRefusals.removeValue(forKey: wsi) {
+        failure = .certificate(exchange.request.name, refusal)
+      }
+      settle(exchange, .failure(failure))
       return 0
     case LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
       if exchange.status != 0 && exchange.bodyToEndOfConnection {
@@ -202,6 +207,13 @@ extension ClientCore {
     info.local_protocol_name = exchange.cString(clientProtocolName)
     // A 3xx is the caller's answer, as any other status.
     info.ssl_connection = Int32(LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
+    if request.tls {
+      guard ClientTLS.settings.withLock({ $0 }) != nil else {
+        settle(exchange, .failure(TransportError("\(request.name): TLS was not set up for this process")))
+        return
+      }
+      info.ssl_connection |= Int32(LCCSCF_USE_SSL.rawValue)
+    }
     info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(exchange.id))
     // A failure inside this call is reported by its nil result, and maybe by a callback first.
     if let wsi = lws_client_connect_via_info(&info) {

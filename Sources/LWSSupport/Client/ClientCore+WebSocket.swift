@@ -14,6 +14,16 @@ extension ClientCore {
       serviceRequests()
       return 0
     }
+    if reason == LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION {
+      // `user` is OpenSSL's X509_STORE_CTX and `length` its verdict. A refusal's reason is
+      // kept for the connection's error, where lws says only "connect SSL err 1"; the
+      // verdict itself stands whatever this returns.
+      if length == 0, let user {
+        let code = X509_STORE_CTX_get_error(OpaquePointer(user))
+        certificateRefusals[wsi] = String(cString: X509_verify_cert_error_string(Int(code)))
+      }
+      return 0
+    }
     // HTTP exchanges (ClientCore+HTTP.swift) share the context and this callback.
     if let exchange = existingExchange(wsi) {
       return handle(exchange, wsi, reason, user: user, input: input, length: length)
@@ -95,6 +105,13 @@ extension ClientCore {
     info.ietf_version_or_minus_one = -1
     info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(connection.id))
     info.retry_and_idle_policy = policy(pingSeconds: request.pingSeconds)
+    if request.target.tls {
+      guard ClientTLS.settings.withLock({ $0 }) != nil else {
+        end(connection, failure: TransportError("\(request.target.text): TLS was not set up for this process"))
+        return
+      }
+      info.ssl_connection = Int32(LCCSCF_USE_SSL.rawValue)
+    }
     // A failure inside this call is reported by its nil result, not by a callback.
     if let wsi = lws_client_connect_via_info(&info) {
       if connections[connection.id] != nil { connection.wsi = wsi }
@@ -139,6 +156,8 @@ extension ClientCore {
     let failure: any Error =
       if status != 0 && status != 101 {
         SocketRefused(status: status)
+      } else if let refusal = certificateRefusals.removeValue(forKey: wsi) {
+        TransportError.certificate(connection.request.target.text, refusal)
       } else {
         TransportError("\(connection.request.target.text): \(why ?? "connection failed")")
       }

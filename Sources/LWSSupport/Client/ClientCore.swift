@@ -27,8 +27,9 @@ package final class ClientLoop: @unchecked Sendable {
   private let user: LWSContextUser
 
   private init() throws(TransportError) {
-    // Errors only, as the relay does: lws logs every connection at NOTICE by default.
-    lws_set_log_level(Int32(LLL_ERR), nil)
+    // Nothing from lws itself: every failure reaches the caller, named and with its
+    // reason (lws would add a line of its own to stderr, e.g. for a refused certificate).
+    lws_set_log_level(0, nil)
 
     let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
     protocols.initialize(repeating: lws_protocols(), count: 2)
@@ -50,6 +51,12 @@ package final class ClientLoop: @unchecked Sendable {
     // upgrade's, or an HTTP request's once it is sent).
     info.timeout_secs = 10
     info.connect_timeout_secs = 10
+    if let tls = ClientTLS.settings.withLock({ $0 }) {
+      // Never freed, as the protocol table: the context lives as long as the process.
+      info.options |= chat_lws_option_ssl_global_init
+      info.client_ssl_ca_filepath = UnsafePointer(strdup(tls.caFile ?? String(cString: X509_get_default_cert_file())))
+      info.ssl_options_set = chat_ssl_op_below_tls_1_2
+    }
     guard let context = lws_create_context(&info) else {
       throw TransportError("libwebsockets could not create its client context")
     }
@@ -82,6 +89,8 @@ package final class ClientCore: LWSEventHandler, @unchecked Sendable {
   var context: OpaquePointer?
   var connections: [UInt64: ClientConnection] = [:]
   var exchanges: [UInt64: HTTPExchange] = [:]
+  /// Why TLS refused a connection's certificate, until its connection error reports it.
+  var certificateRefusals: [OpaquePointer: String] = [:]
   /// Ping policies by `pingSeconds`; lws keeps pointing at a connection's policy, so
   /// they are never freed (one per distinct value used in the process).
   private var policies: [Int: UnsafeMutablePointer<lws_retry_bo_t>] = [:]

@@ -78,21 +78,24 @@ package struct SocketTarget: Sendable {
   package var path: String
   package var hostHeader: String
   package var text: String
+  /// `wss://` (or `https://`): over TLS.
+  package var tls: Bool
 
-  /// Accepts `ws://` (and `http://`, the same request); `wss://` is not supported.
+  /// Accepts `ws://` and `wss://` (and `http://`/`https://`, the same requests).
   package init(url: URL) throws(TransportError) {
     guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-      let scheme = components.scheme?.lowercased(), scheme == "ws" || scheme == "http",
+      let scheme = components.scheme?.lowercased(), ["ws", "http", "wss", "https"].contains(scheme),
       var host = components.host, !host.isEmpty
-    else { throw TransportError("\(url.absoluteString): not a ws:// URL with a host") }
+    else { throw TransportError("\(url.absoluteString): not a ws:// or wss:// URL with a host") }
     if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
     self.host = host
-    port = components.port ?? 80
+    tls = scheme == "wss" || scheme == "https"
+    port = components.port ?? (tls ? 443 : 80)
     var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
     if let query = components.percentEncodedQuery { path += "?" + query }
     self.path = path
     hostHeader = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
-    text = "ws://\(hostHeader)\(components.percentEncodedPath)"
+    text = "\(tls ? "wss" : "ws")://\(hostHeader)\(components.percentEncodedPath)"
   }
 
   /// The numeric address for `host`. A name is resolved here, on a global queue, so

@@ -23,11 +23,38 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
   /// No connection to the relay could be made (refused, unreachable): the request was
   /// never sent. Such attempts do not count toward the outbox's retry limit.
   public var neverConnected: Bool
-  public init(_ message: String, neverConnected: Bool = false) {
+  /// The relay's TLS certificate did not verify (unknown CA, wrong host name, expired):
+  /// nothing was sent, and trying again cannot help.
+  public var certificate: Bool
+  public init(_ message: String, neverConnected: Bool = false, certificate: Bool = false) {
     self.message = message
     self.neverConnected = neverConnected
+    self.certificate = certificate
   }
   public var description: String { message }
+
+  /// TLS refused the relay's certificate for `reason` (OpenSSL's: "unable to get local
+  /// issuer certificate", "hostname mismatch", "certificate has expired", …).
+  static func certificate(_ target: String, _ reason: String) -> TransportError {
+    TransportError(
+      "\(target): the relay's TLS certificate was refused: \(reason)", neverConnected: true, certificate: true)
+  }
+}
+
+/// TLS for this process's client connections (`https://` and `wss://`): set once, before
+/// the first connection, by a program that talks to such a relay. The relay's certificate
+/// must chain to a CA of `caFile` (PEM), or of the system's store (OpenSSL's default file,
+/// Debian's `ca-certificates`) when nil, and name the host connected to; no option turns
+/// that check off.
+public enum ClientTLS {
+  static let settings = Locked<Settings?>(nil)
+
+  struct Settings: Sendable {
+    var caFile: String?
+  }
+
+  /// Turns TLS on for the client context, trusting `caFile`'s CAs (nil: the system's).
+  public static func enable(caFile: String?) { settings.withLock { $0 = Settings(caFile: caFile) } }
 }
 
 /// The relay refused the WebSocket upgrade with an HTTP status (401 for a bad token).
