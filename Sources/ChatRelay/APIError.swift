@@ -15,7 +15,8 @@ struct APIError: Error {
   }
   static let unauthorized = APIError(
     status: 401, code: "unauthorized",
-    message: "send 'Authorization: Bearer <token>' with a token from 'chat-relay user add'")
+    message: "send 'Authorization: Bearer <token>' with a token from 'chat-relay user add'",
+    headers: [("WWW-Authenticate", RelayServer.bearerChallenge)])
   static func forbidden(_ message: String) -> APIError { APIError(status: 403, code: "forbidden", message: message) }
   static func notFound(_ message: String) -> APIError { APIError(status: 404, code: "not_found", message: message) }
   static func tooLarge(_ message: String, field: String?) -> APIError {

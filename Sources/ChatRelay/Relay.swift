@@ -567,30 +567,185 @@ public final class Relay: @unchecked Sendable {
 
 // MARK: - Decoding bodies
 
-/// Decodes a JSON body; a decoding failure becomes a 400 naming the field.
+/// Decodes a JSON body; a decoding failure becomes a 400 naming the field and what it
+/// expected, in the words of docs/protocol.md ("field 'toUserId': expected an integer,
+/// got a string"), never Foundation's own text.
 func decode<T: Decodable>(_ bytes: [UInt8]) throws -> T {
   do {
     return try JSONDecoder().decode(T.self, from: Data(bytes))
   } catch let error as DecodingError {
+    throw BodyError.explain(error, in: bytes)
+  }
+}
+
+/// Why a body did not decode, as the protocol's 400 says it.
+enum BodyError {
+  static func explain(_ error: DecodingError, in bytes: [UInt8]) -> APIError {
     switch error {
     case .keyNotFound(let key, let context):
-      let path = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
-      throw APIError.badRequest("field '\(path)' is missing", field: path)
-    case .typeMismatch(_, let context), .valueNotFound(_, let context):
-      let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-      throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
-    case .dataCorrupted(let context):
-      let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-      // Foundation reports a number an integer field cannot hold (1.5, 10,000 digits)
-      // here too, without its key: the reason it gives is kept, on one line.
-      let reason = context.debugDescription.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(200)
+      let path = Self.path(context.codingPath + [key])
+      return APIError.badRequest("field '\(path)' is missing", field: path)
+    case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+      let found = Self.found(in: context.debugDescription)
+      let path = Self.path(context.codingPath)
       if path.isEmpty {
-        throw APIError.badRequest("the body is not a JSON object of the expected fields (\(reason))", field: nil)
+        return APIError.badRequest("the body: expected a JSON object, got \(found ?? "something else")", field: nil)
       }
-      throw APIError.badRequest("field '\(path)': \(context.debugDescription)", field: path)
+      return APIError.badRequest(
+        "field '\(path)': expected \(Self.expected(type))\(found.map { ", got \($0)" } ?? "")", field: path)
+    case .dataCorrupted(let context):
+      let path = Self.path(context.codingPath)
+      if !path.isEmpty {
+        return APIError.badRequest("field '\(path)': expected a valid value", field: path)
+      }
+      // Foundation names no field when a number does not fit a 64-bit integer or a
+      // string is not valid UTF-8: found here in the bytes.
+      if let (field, reason) = Self.numberThatIsNotAnInteger(in: bytes) ?? Self.invalidText(in: bytes) {
+        return APIError.badRequest("field '\(field)': \(reason)", field: field)
+      }
+      return APIError.badRequest("the body is not valid JSON", field: nil)
     @unknown default:
-      throw APIError.badRequest("the body is not valid JSON", field: nil)
+      return APIError.badRequest("the body is not valid JSON", field: nil)
     }
+  }
+
+  /// `messages[2].toUserId`: list indices in brackets, keys after dots.
+  static func path(_ keys: [any CodingKey]) -> String {
+    var text = ""
+    for key in keys {
+      if let index = key.intValue {
+        text += "[\(index)]"
+      } else {
+        text += (text.isEmpty ? "" : ".") + key.stringValue
+      }
+    }
+    return text
+  }
+
+  /// The doc's word for what a field of `type` holds.
+  static func expected(_ type: Any.Type) -> String {
+    switch type {
+    case is Int64.Type, is Int.Type, is Int32.Type, is UInt64.Type: "an integer"
+    case is String.Type: "a string"
+    case is Bool.Type: "true or false"
+    case is [Any].Type: "an array"
+    default: String(describing: type).hasPrefix("Array") ? "an array" : "an object"
+    }
+  }
+
+  /// "a string" from Foundation's "… but found a string instead." (nil when it says otherwise).
+  static func found(in description: String) -> String? {
+    if description.contains("found null") || description.contains("null value") { return "null" }
+    guard let range = description.range(of: "but found ") else { return nil }
+    let rest = description[range.upperBound...]
+    guard let end = rest.range(of: " instead") else { return nil }
+    let kind = String(rest[..<end.lowerBound])
+    switch kind {
+    case "bool": return "true or false"
+    case "number": return "a number"
+    case "an array", "a string", "a dictionary": return kind == "a dictionary" ? "an object" : kind
+    default: return kind
+    }
+  }
+
+  /// The first number in a valid JSON body that is not an integer of 64 bits (20.5,
+  /// 2^63): the protocol has no other kind of number.
+  static func numberThatIsNotAnInteger(in bytes: [UInt8]) -> (String, String)? {
+    guard let root = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) else {
+      return nil
+    }
+    func search(_ value: Any, _ path: String) -> (String, String)? {
+      if let object = value as? [String: Any] {
+        for key in object.keys.sorted() {
+          if let found = search(object[key]!, path.isEmpty ? key : path + "." + key) { return found }
+        }
+      } else if let array = value as? [Any] {
+        for (index, element) in array.enumerated() {
+          if let found = search(element, path + "[\(index)]") { return found }
+        }
+      } else if let number = value as? NSNumber, !(value is Bool), String(number.int64Value) != number.stringValue {
+        return (path, "expected an integer of at most 64 bits, got \(number.stringValue)")
+      }
+      return nil
+    }
+    return search(root, "")
+  }
+
+  /// A string with a byte sequence that is not UTF-8, or a lone surrogate escape
+  /// (`\ud800`): the key whose value holds it, found by the nearest `"key":` before it.
+  static func invalidText(in bytes: [UInt8]) -> (String, String)? {
+    var offset: Int?
+    var reason = "expected a string of valid UTF-8"
+    if String(validating: bytes, as: UTF8.self) == nil {
+      var index = 0
+      while index < bytes.count && offset == nil {
+        let length =
+          bytes[index] < 0x80
+          ? 1
+          : bytes[index] >> 5 == 0b110
+            ? 2
+            : bytes[index] >> 4 == 0b1110
+              ? 3
+              : bytes[index] >> 3 == 0b11110 ? 4 : 0
+        if length == 0 || index + length > bytes.count
+          || String(validating: bytes[index..<index + length], as: UTF8.self) == nil
+        {
+          offset = index
+        }
+        index += max(length, 1)
+      }
+    } else if let lone = Self.loneSurrogate(in: bytes) {
+      offset = lone
+      reason = "expected a string without a lone surrogate (\\ud800-\\udfff must come in pairs)"
+    }
+    guard let offset, let key = Self.key(before: offset, in: bytes) else { return nil }
+    return (key, reason)
+  }
+
+  /// Where a `\uD800`-`\uDFFF` escape stands without its pair.
+  static func loneSurrogate(in bytes: [UInt8]) -> Int? {
+    func unit(at index: Int) -> UInt16? {
+      guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+      else { return nil }
+      return UInt16(String(decoding: bytes[index + 2..<index + 6], as: UTF8.self), radix: 16)
+    }
+    var index = 0
+    while index < bytes.count {
+      if bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count {
+        if let value = unit(at: index) {
+          if (0xD800...0xDBFF).contains(value) {
+            guard let next = unit(at: index + 6), (0xDC00...0xDFFF).contains(next) else { return index }
+            index += 12
+            continue
+          }
+          if (0xDC00...0xDFFF).contains(value) { return index }
+        }
+        index += 2
+        continue
+      }
+      index += 1
+    }
+    return nil
+  }
+
+  /// The name of the last `"key":` that starts before `offset`.
+  static func key(before offset: Int, in bytes: [UInt8]) -> String? {
+    var end = offset
+    while end > 0 {
+      end -= 1
+      guard bytes[end] == UInt8(ascii: ":") else { continue }
+      var close = end - 1
+      while close >= 0 && (bytes[close] == 0x20 || bytes[close] == 0x09 || bytes[close] == 0x0A || bytes[close] == 0x0D)
+      {
+        close -= 1
+      }
+      guard close > 0, bytes[close] == UInt8(ascii: "\"") else { continue }
+      var open = close - 1
+      while open >= 0 && bytes[open] != UInt8(ascii: "\"") { open -= 1 }
+      guard open >= 0 else { return nil }
+      return String(decoding: bytes[open + 1..<close], as: UTF8.self)
+    }
+    return nil
   }
 }
 

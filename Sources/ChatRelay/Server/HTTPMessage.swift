@@ -63,10 +63,12 @@ public struct HTTPResponse: Sendable {
   }
 
   /// A JSON error body in the relay's shape: `{"error": {"code": …, "message": …}}`.
-  public static func jsonError(status: Int, code: String, message: String) -> HTTPResponse {
+  public static func jsonError(status: Int, code: String, message: String, headers: [(String, String)] = [])
+    -> HTTPResponse
+  {
     HTTPResponse(
       status: status, contentType: "application/json",
-      body: WireJSON.encode(ErrorBody(error: .init(code: code, message: message))))
+      body: WireJSON.encode(ErrorBody(error: .init(code: code, message: message))), headers: headers)
   }
 }
 

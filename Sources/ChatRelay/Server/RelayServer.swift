@@ -64,6 +64,8 @@ public final class RelayServer: @unchecked Sendable {
 
   /// The largest request body accepted; a larger one gets 413.
   public static let maximumBodySize = 1 << 20
+  /// The `WWW-Authenticate` challenge of every 401 (RFC 6750).
+  public static let bearerChallenge = #"Bearer realm="chat-relay""#
   /// Seconds a client has to send a request's head once connected (lws's
   /// `timeout_secs_ah_idle`, not restarted by each byte): a slow head is closed.
   public static let headSeconds = 10

@@ -327,6 +327,7 @@ extension ServiceCore {
     let head =
       "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
       + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"
+      + response.headers.map { "\($0.0.lowercased()): \($0.1)\r\n" }.joined()
       + "connection: close\r\n\r\n"
     let pre = Int(chat_lws_pre)
     var buffer = [UInt8](repeating: 0, count: pre) + Array(head.utf8) + response.body

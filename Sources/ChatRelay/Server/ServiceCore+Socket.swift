@@ -30,7 +30,9 @@ extension ServiceCore {
     guard let owner = authorized else {
       refuse(
         wsi, connection, request,
-        .jsonError(status: 401, code: "unauthorized", message: "A valid bearer token is required."),
+        .jsonError(
+          status: 401, code: "unauthorized", message: "A valid bearer token is required.",
+          headers: [("WWW-Authenticate", RelayServer.bearerChallenge)]),
         started: started)
       return -1
     }

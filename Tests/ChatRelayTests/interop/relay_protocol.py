@@ -56,6 +56,7 @@ async def main():
 
     # Authentication and bad input.
     expect_error(http("GET", "/v2/messages"), 401, "unauthorized")
+    assert http("GET", "/v2/me", token="not-a-token")[1].get("www-authenticate", "").startswith("Bearer "), "a 401 names its scheme"
     expect_error(http("GET", "/v2/messages", token="not-a-token"), 401, "unauthorized")
     expect_error(http("GET", "/v2/nowhere", token=ALICE), 404, "not_found")
     expect_error(http("DELETE", "/v2/messages", token=ALICE), 405, "method_not_allowed")
@@ -66,6 +67,31 @@ async def main():
     expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 1, "content": "a"}), 400, "bad_request")
     expect_error(http("GET", "/v2/messages?limit=0", token=ALICE), 400, "bad_request", "limit")
     expect_error(http("POST", "/v2/messages", token=ALICE, body={"requestId": 1, "toUserId": 2, "content": "x" * 65537}), 413, "too_large", "content")
+
+    # A body that does not decode is told which field and what was expected, in the doc's
+    # words (issue 28), never the JSON library's own text.
+    def expect_bad(raw, field, words, path="/v2/messages"):
+        status, _, body = http("POST", path, token=ALICE, raw=raw)
+        assert status == 400 and body["error"]["code"] == "bad_request", (raw, status, body)
+        assert body["error"].get("field") == field, (raw, body)
+        message = body["error"]["message"]
+        assert words in message and "Expected to decode" not in message and "Dictionary" not in message, (raw, message)
+        assert "\n" not in message, (raw, message)
+    expect_bad(b'{"requestId": "7", "toUserId": 2, "content": "a"}', "requestId", "expected an integer, got a string")
+    expect_bad(b'{"requestId": 7, "toUserId": true, "content": "a"}', "toUserId", "expected an integer")
+    expect_bad(b'{"requestId": 7, "toUserId": 2, "content": 5}', "content", "expected a string, got a number")
+    expect_bad(b'{"requestId": 7, "toUserId": 2, "content": null}', "content", "expected a string, got null")
+    expect_bad(b'[]', None, "expected a JSON object, got an array")
+    expect_bad(b'null', None, "expected a JSON object, got null")
+    expect_bad(b'{"requestId": 20.5, "toUserId": 2, "content": "a"}', "requestId", "expected an integer of at most 64 bits, got 20.5")
+    expect_bad(b'{"requestId": 9223372036854775808, "toUserId": 2, "content": "a"}', "requestId", "at most 64 bits")
+    expect_bad(b'{"requestId": 7, "toUserId": 2, "content": "\\ud800"}', "content", "lone surrogate")
+    expect_bad(b'{"requestId": 7, "toUserId": 2, "content": "a\xff"}', "content", "valid UTF-8")
+    expect_bad(b'{"requestId": 7,', None, "not valid JSON")
+    expect_bad(b'{"messages": [{"requestId": 8, "toUserId": 2, "content": "a"}, {"requestId": 1.5, "toUserId": 2, "content": "b"}]}',
+               "messages[1].requestId", "at most 64 bits", path="/v2/messages/batch")
+    expect_bad(b'{"messages": [{"requestId": 8, "toUserId": 2, "content": "a"}, {"requestId": "x", "toUserId": 2, "content": "b"}]}',
+               "messages[1].requestId", "expected an integer, got a string", path="/v2/messages/batch")
 
     async with websockets.connect(WS, extra_headers={"Authorization": f"Bearer {ALICE}"}) as alice, \
             websockets.connect(WS, extra_headers={"Authorization": f"Bearer {BOB}"}) as bob:
