@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The relay under load on loopback, beside a bare libwebsockets echo server (the transport's
 # own limit): memory per idle authenticated socket, and end-to-end throughput and latency
-# of POST /v2/messages -> `new_message` on the recipient's socket.
+# of POST /v2/messages -> `new_message` on the recipient's socket; then the same two runs
+# with the relay serving TLS (HTTPS and WSS, a throwaway certificate made with openssl).
 #
 #   scripts/bench.d/relay.sh [--bin DIR] [--work DIR] [--connections N] [--pairs P]
 #                            [--seconds S] [--workers K] [--perf]
@@ -93,7 +94,7 @@ start_server() {
   "$@" 2>"$log" >/dev/null &
   server_pid=$!
   for _ in $(seq 100); do
-    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$log" | head -n 1 | sed 's/.*://') || true
+    port=$(grep -o 'listening on https\?://127.0.0.1:[0-9]*' "$log" | head -n 1 | sed 's/.*://') || true
     [ -n "$port" ] && return 0
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
@@ -125,6 +126,27 @@ if [ -n "$perf_pid" ]; then
     echo "# chat-relay's own functions, with what they call (inclusive)"; report --children --dsos chat-relay --sort symbol
     echo "# self time by symbol"; report --no-children --sort dso,symbol; } >"$d/perf.txt"
 fi
+stop_server
+
+# The same two runs over TLS (issue 28): a throwaway CA and a certificate for localhost,
+# made with openssl here; the generator trusts that CA.
+mkdir -p "$d/tls"
+(
+  cd "$d/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj "/CN=bench CA" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout relay.key -out relay.csr -subj "/CN=localhost" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost\n' >relay.ext
+  openssl x509 -req -in relay.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile relay.ext \
+    -out relay.crt 2>/dev/null
+  chmod 600 relay.key
+)
+start_server "$d/relay-tls.err" "$bin/chat-relay" serve --db "$d/relay.db" --port 0 \
+  --tls-cert "$d/tls/relay.crt" --tls-key "$d/tls/relay.key"
+load idle --url "https://localhost:$port" --ca "$d/tls/ca.crt" --pid "$server_pid" --tokens "$d/tokens.json" \
+  --count "$connections" >"$d/relay-tls-idle.json"
+sleep 2
+load pairs --url "https://localhost:$port" --ca "$d/tls/ca.crt" --pid "$server_pid" --tokens "$d/tokens.json" \
+  --pairs "$pairs" --seconds "$seconds" --workers "$workers" >"$d/relay-tls-pairs.json"
 stop_server
 
 start_server "$d/echo.err" "$d/lws_echo" --port 0

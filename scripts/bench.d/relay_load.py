@@ -25,7 +25,7 @@ split over K processes.
 
 Runs with Debian's /usr/bin/python3 (python3-websockets 10.4).
 """
-import argparse, asyncio, base64, json, multiprocessing as mp, os, resource, sys, time
+import argparse, asyncio, ssl, base64, json, multiprocessing as mp, os, resource, sys, time
 from urllib.parse import urlsplit
 
 import websockets
@@ -82,8 +82,15 @@ def percentile(sorted_values, p):
 # idle
 
 
-async def open_idle(host, port, path, token, key):
-    reader, writer = await asyncio.open_connection(host, port)
+def tls_context(args):
+    """An ssl context trusting --ca for an https:// URL (the relay's TLS), else None."""
+    if urlsplit(args.url).scheme not in ("https", "wss"):
+        return None
+    return ssl.create_default_context(cafile=args.ca)
+
+
+async def open_idle(host, port, path, token, key, tls=None):
+    reader, writer = await asyncio.open_connection(host, port, ssl=tls)
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     writer.write(
         (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -99,6 +106,7 @@ async def idle(args):
     u = urlsplit(args.url)
     path = args.ws_path
     tokens = [t["token"] for t in load_tokens(args.tokens)] if args.tokens else [None]
+    tls = tls_context(args)
     before = rss_bytes(args.pid)
     gate = asyncio.Semaphore(args.concurrency)
     writers = [None] * args.count
@@ -106,7 +114,7 @@ async def idle(args):
     async def one(i):
         async with gate:
             key = base64.b64encode(os.urandom(16)).decode()
-            writers[i] = await open_idle(u.hostname, u.port, path, tokens[i % len(tokens)], key)
+            writers[i] = await open_idle(u.hostname, u.port, path, tokens[i % len(tokens)], key, tls)
 
     started = time.monotonic()
     results = await asyncio.gather(*(one(i) for i in range(args.count)), return_exceptions=True)
@@ -145,8 +153,8 @@ class Window:
         return self.begin <= t < self.end
 
 
-async def sender(host, port, token, to_user, window, state, padding):
-    reader, writer = await asyncio.open_connection(host, port)
+async def sender(host, port, token, to_user, window, state, padding, tls=None):
+    reader, writer = await asyncio.open_connection(host, port, ssl=tls)
     head_prefix = (f"POST /v2/messages HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
                    "Content-Type: application/json\r\nContent-Length: ").encode()
     # Unique per sender across runs against the same relay.db (a reused one would be 409 conflict).
@@ -213,12 +221,13 @@ async def worker_main(mode, args, slice_, ready, go_time):
              "latency": [], "post": [], "go": asyncio.Event()}
     padding = "x" * max(0, args.content_bytes - 22)
     sockets, tasks = [], []
-    ws_url = f"ws://{u.hostname}:{u.port}"
+    tls = tls_context(args)
+    ws_url = f"{'wss' if tls else 'ws'}://{u.hostname}:{u.port}"
     if mode == "pairs":
         for sender_tok, recipient_tok in slice_:
             ws = await websockets.connect(
                 ws_url + "/v2/socket/updates", extra_headers={"Authorization": f"Bearer {recipient_tok['token']}"},
-                compression=None, ping_interval=None, max_size=2 ** 21)
+                compression=None, ping_interval=None, max_size=2 ** 21, ssl=tls)
             sockets.append(ws)
     else:
         for _ in slice_:
@@ -232,7 +241,8 @@ async def worker_main(mode, args, slice_, ready, go_time):
     if mode == "pairs":
         for ws in sockets:
             tasks.append(asyncio.ensure_future(recipient(ws, window, state)))
-        senders = [asyncio.ensure_future(sender(u.hostname, u.port, s["token"], r["userId"], window, state, padding))
+        senders = [asyncio.ensure_future(sender(u.hostname, u.port, s["token"], r["userId"], window, state, padding,
+                                                tls))
                    for s, r in slice_]
     else:
         senders = [asyncio.ensure_future(echo_client(ws, window, state, padding)) for ws in sockets]
@@ -332,7 +342,9 @@ def run_workers(mode, args, clients):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("mode", choices=["idle", "pairs", "echo"])
-    p.add_argument("--url", required=True, help="http://127.0.0.1:PORT (echo: ws://127.0.0.1:PORT/)")
+    p.add_argument("--url", required=True,
+                   help="http://127.0.0.1:PORT, or https://localhost:PORT with --ca (echo: ws://127.0.0.1:PORT/)")
+    p.add_argument("--ca", help="the CA certificate (PEM) an https:// relay's certificate chains to")
     p.add_argument("--pid", type=int, required=True, help="the server process, for its RSS and CPU")
     p.add_argument("--tokens", help='JSON list of {"userId", "token"}')
     p.add_argument("--count", type=int, default=10000, help="idle: connections")

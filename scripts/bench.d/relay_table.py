@@ -3,8 +3,9 @@
 
   relay_table.py DIR
 
-DIR holds relay-idle.json, relay-pairs.json (the relay) and echo-idle.json, echo.json
-(the bare libwebsockets echo server).
+DIR holds relay-idle.json, relay-pairs.json (the relay), relay-tls-idle.json,
+relay-tls-pairs.json (the relay serving TLS) and echo-idle.json, echo.json (the bare
+libwebsockets echo server).
 """
 import json, os, sys
 
@@ -52,6 +53,25 @@ row("  => messages/s if the server had one core to itself", f"{1e6 / rpm:,.0f}" 
 row("  runnable, waiting for a core: server / generator",
     f"{rp['serverRunqueueWaitSeconds']:.2f} / {rp['generatorRunqueueWaitSeconds']:.2f} s",
     f"{ee['serverRunqueueWaitSeconds']:.2f} / {ee['generatorRunqueueWaitSeconds']:.2f} s", "")
+
+# The relay over TLS beside itself in plaintext (issue 28's goals).
+if os.path.exists(os.path.join(d, "relay-tls-pairs.json")):
+    ti, tp = load("relay-tls-idle.json"), load("relay-tls-pairs.json")
+    tk = ti["bytesPerConnection"]
+    row(f"TLS: memory per idle socket ({ti['opened']:,} open; plaintext in column 3)",
+        kib(tk) if tk is not None else "-", kib(rk) if rk is not None else "-", ratio(tk, rk), "<= 32 KiB",
+        tk is not None and ti["failed"] == 0 and tk <= 32 * 1024)
+    row("TLS: messages/s (plaintext in column 3)", f"{tp['perSecond']:,.0f}", f"{rp['perSecond']:,.0f}",
+        ratio(tp["perSecond"], rp["perSecond"]), ">= 0.8x plaintext",
+        tp["perSecond"] >= 0.8 * rp["perSecond"] and tp["lost"] == 0)
+    row("TLS: latency p50 / p99", f"{ms(tp['latencyP50Ms'])} / {ms(tp['latencyP99Ms'])}",
+        f"{ms(rp['latencyP50Ms'])} / {ms(rp['latencyP99Ms'])}", ratio(tp["latencyP99Ms"], rp["latencyP99Ms"]))
+    tpm = per(tp)
+    row("TLS:   server CPU per message", f"{tpm:,.0f} µs" if tpm else "-", f"{rpm:,.0f} µs" if rpm else "-",
+        ratio(tpm, rpm))
+    row("TLS:   => messages/s if the server had one core to itself", f"{1e6 / tpm:,.0f}" if tpm else "-",
+        f"{1e6 / rpm:,.0f}" if rpm else "-", ratio(rpm, tpm))
+    row("TLS:   generator cores busy", f"{tp['generatorCores']:.2f}", f"{rp['generatorCores']:.2f}", "")
 
 head = ("what", "chat-relay", "lws echo", "ratio", "goal", "")
 widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]

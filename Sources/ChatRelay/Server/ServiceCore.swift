@@ -141,6 +141,10 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
     input: UnsafeMutableRawPointer?, length: Int
   ) -> Int32 {
     switch reason {
+    case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS:
+      // Once, while the TLS vhost is made: `user` is its SSL_CTX.
+      if let user { chat_ssl_ctx_release_buffers(user) }
+      return 0
     case LWS_CALLBACK_HTTP:
       return beginRequest(wsi)
     case LWS_CALLBACK_HTTP_BODY:
