@@ -158,16 +158,18 @@ public enum SearchOutput {
     }
   }
 
-  /// One line a hit, newest first, then where the next page starts.
-  public static func text(_ page: SearchPage, owner: Int64, query: String) -> String {
-    guard !page.hits.isEmpty else { return "No messages match '\(query)'." }
+  /// One line a hit, newest first, then where the next page starts; the text escaped
+  /// for a terminal when `terminal` (TerminalText).
+  public static func text(_ page: SearchPage, owner: Int64, query: String, terminal: Bool = false) -> String {
+    guard !page.hits.isEmpty else { return "No messages match '\(TerminalText.shown(query, terminal: terminal))'." }
     var lines = page.hits.map { hit -> String in
+      let snippet = TerminalText.shown(hit.snippet, terminal: terminal)
       switch hit.item {
       case .message(let m):
         let arrow = m.fromUserID == owner ? "→" : "←"
-        return "\(m.createdAt) \(arrow) \(hit.conversation)  \(hit.snippet)  [#\(m.id)]"
+        return "\(m.createdAt) \(arrow) \(hit.conversation)  \(snippet)  [#\(m.id)]"
       case .request(let r):
-        return "\(r.createdAt) → \(hit.conversation)  \(hit.snippet)  [\(r.status.rawValue) request \(r.requestID)]"
+        return "\(r.createdAt) → \(hit.conversation)  \(snippet)  [\(r.status.rawValue) request \(r.requestID)]"
       }
     }
     if let older = page.older {

@@ -32,7 +32,11 @@ enum ConversationsCommand: ParsableCommand {
         .init("LAST"),
       ],
       rows: list.map {
-        [String($0.contact.id), $0.contact.name, String($0.unreadCount), $0.lastActivityAt, $0.summary]
+        [
+          String($0.contact.id), TerminalText.shown($0.contact.name, terminal: context.stdout.isTerminal),
+          String($0.unreadCount), $0.lastActivityAt,
+          TerminalText.shown($0.summary, terminal: context.stdout.isTerminal),
+        ]
       }
     ).render()
     try options.file.report(

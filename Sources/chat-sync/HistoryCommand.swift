@@ -35,21 +35,23 @@ enum HistoryCommand: ParsableCommand {
     let page = try repository.timeline(
       conversation: options.with, before: options.before.map { .message(id: $0) }, limit: options.limit)
     let owner = repository.ownerID
+    // Others' text is escaped on a terminal (TerminalText), exact in --json and pipes.
+    let shown = { (text: String) in TerminalText.shown(text, terminal: context.stdout.isTerminal) }
     var lines: [String] = []
     var items: [Result.Item] = []
     for item in page.items {
       switch item {
       case .message(let m):
         let arrow = m.fromUserID == owner ? "→" : "←"
-        lines.append("\(m.createdAt) \(arrow) \(m.content)  [\(m.status.rawValue) #\(m.id)]")
+        lines.append("\(m.createdAt) \(arrow) \(shown(m.content))  [\(m.status.rawValue) #\(m.id)]")
         items.append(
           .message(
             .init(
               messageId: m.id, fromUserId: m.fromUserID, toUserId: m.toUserID, content: m.content,
               status: m.status.rawValue, createdAt: m.createdAt)))
       case .request(let r):
-        let state = r.isPermanentlyFailed ? "FAILED: \(r.failReason ?? "")" : r.status.rawValue
-        lines.append("\(r.createdAt) → \(r.content)  [\(state) request \(r.requestID)]")
+        let state = r.isPermanentlyFailed ? "FAILED: \(shown(r.failReason ?? ""))" : r.status.rawValue
+        lines.append("\(r.createdAt) → \(shown(r.content))  [\(state) request \(r.requestID)]")
         items.append(
           .request(
             .init(

@@ -37,6 +37,6 @@ enum SearchCommand: ParsableCommand {
     let query = options.search.text
     try options.file.report(
       context, Result(page, query: query),
-      text: SearchOutput.text(page, owner: repository.ownerID, query: query))
+      text: SearchOutput.text(page, owner: repository.ownerID, query: query, terminal: context.stdout.isTerminal))
   }
 }

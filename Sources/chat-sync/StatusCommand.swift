@@ -41,7 +41,8 @@ enum StatusCommand: ParsableCommand {
         ? "failed for good, 'chat-sync retry \(request.requestID)' sends it again"
         : "retried at \(request.nextAttemptAt ?? "")"
       lines.append(
-        "  request \(request.requestID) to user \(request.toUserID): \(request.failReason ?? "failed") (\(when))")
+        "  request \(request.requestID) to user \(request.toUserID): \(TerminalText.shown(request.failReason ?? "failed", terminal: context.stdout.isTerminal)) (\(when))"
+      )
     }
     try options.file.report(
       context,

@@ -50,7 +50,8 @@ enum SearchCommand: ParsableCommand {
       }
       let query = options.search.text
       return try FileResult(
-        Result(page, query: query), text: SearchOutput.text(page, owner: owner, query: query),
+        Result(page, query: query),
+        text: SearchOutput.text(page, owner: owner, query: query, terminal: context.stdout.isTerminal),
         row: [String(page.hits.count)], totals: ["hits": Int64(page.hits.count)])
     }
     context.report(reports)
