@@ -16,6 +16,21 @@ static const unsigned long long chat_lws_option_ssl_global_init = LWS_SERVER_OPT
  * macros); libwebsockets.h includes <openssl/ssl.h> on Debian's OpenSSL build. */
 static const long chat_ssl_op_below_tls_1_2 = (long)(SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
 
+/* Why a certificate chain and a private key cannot serve TLS together (OpenSSL's reason
+ * in `reason`), or 0 when they can: the relay says so in one line rather than through
+ * libwebsockets' log. */
+static inline int chat_tls_pair_problem(const char *certificate, const char *key, char *reason, size_t size) {
+  SSL_CTX *context = SSL_CTX_new(TLS_server_method());
+  int failed = context == NULL
+    || SSL_CTX_use_certificate_chain_file(context, certificate) != 1
+    || SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) != 1
+    || SSL_CTX_check_private_key(context) != 1;
+  if (failed) ERR_error_string_n(ERR_get_error(), reason, size);
+  ERR_clear_error();
+  SSL_CTX_free(context);
+  return failed;
+}
+
 /* An idle TLS connection gives its read and write buffers back (about 34 KiB each
  * connection otherwise): SSL_CTX_set_mode is a macro over SSL_CTX_ctrl. */
 static inline void chat_ssl_ctx_release_buffers(void *context) {

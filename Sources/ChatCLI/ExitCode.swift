@@ -55,7 +55,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
       "bad input data, or the file is not a SQLite database or is damaged, or (chosen with `--user` or `--all`) is a symbolic link out of the data folder"
     case .notFound: "a file or folder named on the command line does not exist"
     case .unavailable:
-      "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox"
+      "the relay could not be reached (`chat-sync`); nothing was lost: queued messages wait in the outbox; or `chat-relay serve` cannot listen on its address (taken, or not this machine's)"
     case .internalError: "an unexpected internal error (a bug: please report it)"
     case .io: "an I/O error on a file other than a database (input, output, pipe)"
     case .busy: "the database is locked by another process; try again"

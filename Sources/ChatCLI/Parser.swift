@@ -12,7 +12,7 @@ public enum ParseResult: Sendable {
 
 /// The hand-written parser, following swift-argument-parser's conventions:
 /// - `-h`/`--help` anywhere before `--` asks for help of the deepest command named; other
-///   errors are then ignored. `help <command> [<subcommand>...]` works at the root, and
+///   errors are then ignored, but for a word that names no subcommand of a group. `help <command> [<subcommand>...]` works at the root, and
 ///   `--version` at the root before any subcommand.
 /// - `--name value` and `--name=value`. The token after an option that takes a value is its
 ///   value even when it starts with a single `-` (so `--user -5` gives `-5`, which the command's
@@ -71,7 +71,11 @@ struct Parser {
       do {
         if let result = try consume(token) { return result }
       } catch {
-        if !helpRequested { return .usageError(error) }
+        // A word that names no command of a group is an error even beside --help:
+        // `chat-sync edit --help` must not answer with the top-level help and 0.
+        let unknownCommand =
+          !token.hasPrefix("-") && !afterTerminator && !command.subcommands.isEmpty && positionals.isEmpty
+        if !helpRequested || unknownCommand { return .usageError(error) }
       }
     }
     if helpRequested { return helpText }

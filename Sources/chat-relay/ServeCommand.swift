@@ -132,9 +132,14 @@ enum ServeCommand: ParsableCommand {
       idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays))
     let log = context.stderr
     let tls = try options.tls()
-    let server = try RelayServer(
-      host: options.host, port: options.port, tls: tls, pingSeconds: options.pingSeconds,
-      handlers: relay.handlers(log: { log.writeLine($0) }))
+    let server: RelayServer
+    do {
+      server = try RelayServer(
+        host: options.host, port: options.port, tls: tls, pingSeconds: options.pingSeconds,
+        handlers: relay.handlers(log: { log.writeLine($0) }))
+    } catch let error as RelayServerError {
+      throw ServeFailure(status: error.kind == .tls ? .dataError : .unavailable, message: error.message)
+    }
     relay.attach(server)
     // Signals end the service loop from a dispatch queue; the loop runs on this thread.
     var sources: [DispatchSourceSignal] = []
@@ -160,4 +165,12 @@ enum ServeCommand: ParsableCommand {
 
     static var example: Result { Result(host: "127.0.0.1", port: 8080) }
   }
+}
+
+/// `serve` could not start: its address (69) or its TLS files (65), in one line.
+struct ServeFailure: Error, ExitCodeProviding, CustomStringConvertible {
+  var status: ExitCode
+  var message: String
+  var exitCode: Int32 { status.rawValue }
+  var description: String { message }
 }

@@ -95,6 +95,10 @@ import Testing
     (["remote", "lst"], "Unexpected argument 'lst'. Did you mean 'list'?"),
     (["frobnicate"], "Unexpected argument 'frobnicate'"),
     (["help", "remote", "ad"], "Unexpected argument 'ad'. Did you mean 'add'?"),
+    // An unknown command stays an error beside --help (issue 28: it printed the top help, 0).
+    (["edit", "--help"], "Unexpected argument 'edit'"),
+    (["migrat", "-h"], "Unexpected argument 'migrat'. Did you mean 'migrate'?"),
+    (["remote", "lst", "--help"], "Unexpected argument 'lst'. Did you mean 'list'?"),
     (["fail", "--how", "usage"], "bad combination"),
     // Control characters in quoted input are escaped: the message stays one line (fuzzing).
     (["evict", "a\nb"], "Unexpected argument 'a\\nb'"),

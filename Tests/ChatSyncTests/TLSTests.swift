@@ -129,6 +129,18 @@ import Testing
       chmod(key, 0o600)
       let half = try tool("chat-relay", ["serve", "--db", db, "--port", "0", "--tls-cert", certificate])
       #expect(half.status == 64 && half.stderr.contains("go together"), "\(half.stderr)")
+      // A certificate and a key that do not belong together, and a port already taken:
+      // one line each, 65 and 69, and nothing of libwebsockets' own log.
+      let mismatched = try tool(
+        "chat-relay",
+        ["serve", "--db", db, "--port", "0", "--tls-cert", certificates.otherHost.certificate, "--tls-key", key])
+      #expect(mismatched.status == 65 && mismatched.stderr.contains("cannot serve TLS"), "\(mismatched.stderr)")
+      #expect(mismatched.stderr.split(separator: "\n").count == 1, "\(mismatched.stderr)")
+      let running = try RelayProcess(folder: folder)
+      defer { running.stop() }
+      let taken = try tool("chat-relay", ["serve", "--db", db, "--port", String(running.port)])
+      #expect(taken.status == 69 && taken.stderr.contains("address already in use"), "\(taken.stderr)")
+      #expect(taken.stderr.split(separator: "\n").count == 1, "\(taken.stderr)")
       let open = try tool("chat-relay", ["serve", "--db", db, "--port", "0", "--host", "0.0.0.0"])
       #expect(open.status == 64 && open.stderr.contains("--insecure-plaintext"), "\(open.stderr)")
       let client = try tool(

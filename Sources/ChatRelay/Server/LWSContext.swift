@@ -85,15 +85,57 @@ final class LWSContext {
       info.alpn = UnsafeRawPointer(Self.http11.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 
+    // An address lws cannot bind is not an error to lws (it retries every 30 s and the
+    // relay would serve nothing): tried here first.
+    if let refused = Self.bindProblem(host: host, port: port) {
+      Self.release(protocols, protocolName, interface, pingPolicy)
+      throw RelayServerError(message: "Could not listen on \(host):\(port): \(refused)", kind: .address)
+    }
+    // lws's own lines about a failure are replaced by one of ours (below).
+    lws_set_log_level(0, nil)
     guard let context = lws_create_context(&info) else {
       Self.release(protocols, protocolName, interface, pingPolicy)
-      throw RelayServerError(
-        message: tls == nil
-          ? "Could not listen on \(host):\(port) (libwebsockets could not create its context; is the port in use?)"
-          : "Could not listen on \(host):\(port) with TLS (is the port in use, or do the certificate \(tls!.certificatePath) and the key \(tls!.keyPath) not belong together?)"
-      )
+      throw Self.diagnose(host: host, port: port, tls: tls)
     }
+    lws_set_log_level(Int32(LLL_ERR), nil)
     pointer = context
+  }
+
+  /// Why `host:port` (an IPv4 address, or localhost) cannot be bound ("address already in
+  /// use", "cannot assign requested address"), or nil when it can or `host` is a name or
+  /// IPv6 (left to lws).
+  private static func bindProblem(host: String, port: Int) -> String? {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(clamping: port)).bigEndian
+    guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else { return nil }
+    let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard probe >= 0 else { return nil }
+    defer { close(probe) }
+    var on: Int32 = 1
+    setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    return bound == 0 ? nil : String(cString: strerror(errno)).lowercased()
+  }
+
+  /// Why the context could not be made: a certificate and key that do not serve together,
+  /// or the address (taken, not this machine's, a privileged port).
+  private static func diagnose(host: String, port: Int, tls: RelayTLS?) -> RelayServerError {
+    if let tls {
+      var reason = [CChar](repeating: 0, count: 256)
+      if chat_tls_pair_problem(tls.certificatePath, tls.keyPath, &reason, reason.count) != 0 {
+        return RelayServerError(
+          message:
+            "\(tls.certificatePath), \(tls.keyPath): cannot serve TLS with them (\(String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))",
+          kind: .tls)
+      }
+    }
+    let why = bindProblem(host: host, port: port) ?? "libwebsockets could not create its context"
+    return RelayServerError(message: "Could not listen on \(host):\(port): \(why)", kind: .address)
   }
 
   /// The port the default vhost listens on.
@@ -152,8 +194,18 @@ public struct RelayTLS: Sendable, Hashable {
 
 /// Why a ``RelayServer`` could not start.
 public struct RelayServerError: Error, CustomStringConvertible, Sendable {
-  /// What failed, naming the address.
+  /// What failed, naming the address or the TLS files.
   public var message: String
+  /// The address could not be listened on, or the TLS files cannot serve.
+  public var kind: Kind = .address
+
+  /// What kind of failure.
+  public enum Kind: Sendable {
+    /// The address is taken, not this machine's, or needs privileges.
+    case address
+    /// The certificate and key cannot serve TLS together.
+    case tls
+  }
   /// The message.
   public var description: String { message }
 }
