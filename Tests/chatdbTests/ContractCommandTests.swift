@@ -348,9 +348,14 @@ import Testing
 
   /// Item 14: a closed standard output ends generate quietly.
   static func generateIntoAClosedPipe() throws -> Run {
+    try intoAClosedPipe(["generate", "--user", "1", "--format", "ndjson", "--messages", "200000"])
+  }
+
+  /// `chatdb ARGUMENTS` whose standard output's reader goes away after 100 bytes.
+  static func intoAClosedPipe(_ arguments: [String]) throws -> Run {
     let process = Process()
     process.executableURL = binaryDirectory.appendingPathComponent("chatdb")
-    process.arguments = ["generate", "--user", "1", "--format", "ndjson", "--messages", "200000"]
+    process.arguments = arguments
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out
@@ -367,6 +372,16 @@ import Testing
     let run = try Self.generateIntoAClosedPipe()
     #expect(run.status == ExitCode.brokenPipe.rawValue)
     #expect(run.stderr.isEmpty, "\(run.stderr)")
+  }
+
+  /// Issue 28: `export -o - | head -c 10` printed "Error: … Broken pipe".
+  @Test func aClosedPipeEndsExportQuietly() throws {
+    let folder = try Self.fleet()
+    let made = try chatdb("generate", "--data-dir", folder.path, "--user", "7", "--messages", "20000", "--seed", "3")
+    #expect(made.status == 0, "\(made.stderr)")
+    let run = try Self.intoAClosedPipe(["export", "--data-dir", folder.path, "--user", "7", "-o", "-"])
+    #expect(run.status == ExitCode.brokenPipe.rawValue)
+    #expect(!run.stderr.contains("Error"), "\(run.stderr)")
   }
 
   /// Item 15: a conversation the file does not hold is named.

@@ -99,7 +99,7 @@ public final class CommandContext: @unchecked Sendable {
       counts["ok"] = .int(Int64(files.count - failed))
       counts["failed"] = .int(Int64(failed))
       printEnvelope(envelope(files: files, summary: counts, extra: [:]))
-      if columns == nil, case .failure(let failure) = files.first?.outcome {
+      if columns == nil, case .failure(let failure) = files.first?.outcome, failure.status != .brokenPipe {
         stderr.writeLine("Error: " + failure.message.oneLine)
       }
       return
@@ -108,6 +108,8 @@ public final class CommandContext: @unchecked Sendable {
       for file in files {
         switch file.outcome {
         case .success(let result): write(result.text)
+        // A reader that went away (`export -o - | head`) is no error to tell: 141, quietly.
+        case .failure(let failure) where failure.status == .brokenPipe: continue
         case .failure(let failure): stderr.writeLine("Error: " + failure.message.oneLine)
         }
       }
