@@ -628,7 +628,7 @@ enum BodyError {
     case is Int64.Type, is Int.Type, is Int32.Type, is UInt64.Type: "an integer"
     case is String.Type: "a string"
     case is Bool.Type: "true or false"
-    case is [Any].Type: "an array"
+    // `[MessagePost]` is no `[Any]`: a list is known by its type's name.
     default: String(describing: type).hasPrefix("Array") ? "an array" : "an object"
     }
   }
@@ -643,7 +643,7 @@ enum BodyError {
     switch kind {
     case "bool": return "true or false"
     case "number": return "a number"
-    case "an array", "a string", "a dictionary": return kind == "a dictionary" ? "an object" : kind
+    case "a dictionary": return "an object"
     default: return kind
     }
   }

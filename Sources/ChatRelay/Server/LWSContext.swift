@@ -30,9 +30,6 @@ final class LWSContext {
   init(host: String, port: Int, tls: RelayTLS? = nil, handler: any LWSEventHandler, pingSeconds: Int = 30)
     throws(RelayServerError)
   {
-    // Errors only: lws logs every connection at NOTICE by default.
-    lws_set_log_level(Int32(LLL_ERR), nil)
-
     protocolName = strdup("chat-relay")
     interface = strdup(host)
     protocols = .allocate(capacity: 2)
@@ -97,6 +94,7 @@ final class LWSContext {
       Self.release(protocols, protocolName, interface, pingPolicy)
       throw Self.diagnose(host: host, port: port, tls: tls)
     }
+    // Then errors only: lws logs every connection at NOTICE by default.
     lws_set_log_level(Int32(LLL_ERR), nil)
     pointer = context
   }
@@ -122,8 +120,8 @@ final class LWSContext {
     return bound == 0 ? nil : String(cString: strerror(errno)).lowercased()
   }
 
-  /// Why the context could not be made: a certificate and key that do not serve together,
-  /// or the address (taken, not this machine's, a privileged port).
+  /// Why the context could not be made once the address was found bindable: a certificate
+  /// and key that do not serve together, else lws's own failure.
   private static func diagnose(host: String, port: Int, tls: RelayTLS?) -> RelayServerError {
     if let tls {
       var reason = [CChar](repeating: 0, count: 256)
@@ -134,8 +132,8 @@ final class LWSContext {
           kind: .tls)
       }
     }
-    let why = bindProblem(host: host, port: port) ?? "libwebsockets could not create its context"
-    return RelayServerError(message: "Could not listen on \(host):\(port): \(why)", kind: .address)
+    return RelayServerError(
+      message: "Could not listen on \(host):\(port): libwebsockets could not create its context", kind: .address)
   }
 
   /// The port the default vhost listens on.

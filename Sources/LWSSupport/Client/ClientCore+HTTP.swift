@@ -207,12 +207,9 @@ extension ClientCore {
     info.local_protocol_name = exchange.cString(clientProtocolName)
     // A 3xx is the caller's answer, as any other status.
     info.ssl_connection = Int32(LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
-    if request.tls {
-      guard ClientTLS.settings.withLock({ $0 }) != nil else {
-        settle(exchange, .failure(TransportError("\(request.name): TLS was not set up for this process")))
-        return
-      }
-      info.ssl_connection |= Int32(LCCSCF_USE_SSL.rawValue)
+    if request.tls, let refused = Self.useTLS(&info, for: request.name) {
+      settle(exchange, .failure(refused))
+      return
     }
     info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(exchange.id))
     // A failure inside this call is reported by its nil result, and maybe by a callback first.

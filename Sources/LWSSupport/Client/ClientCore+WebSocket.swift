@@ -105,12 +105,9 @@ extension ClientCore {
     info.ietf_version_or_minus_one = -1
     info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(connection.id))
     info.retry_and_idle_policy = policy(pingSeconds: request.pingSeconds)
-    if request.target.tls {
-      guard ClientTLS.settings.withLock({ $0 }) != nil else {
-        end(connection, failure: TransportError("\(request.target.text): TLS was not set up for this process"))
-        return
-      }
-      info.ssl_connection = Int32(LCCSCF_USE_SSL.rawValue)
+    if request.target.tls, let refused = Self.useTLS(&info, for: request.target.text) {
+      end(connection, failure: refused)
+      return
     }
     // A failure inside this call is reported by its nil result, not by a callback.
     if let wsi = lws_client_connect_via_info(&info) {

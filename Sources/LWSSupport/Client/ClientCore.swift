@@ -91,6 +91,16 @@ package final class ClientCore: LWSEventHandler, @unchecked Sendable {
   var exchanges: [UInt64: HTTPExchange] = [:]
   /// Why TLS refused a connection's certificate, until its connection error reports it.
   var certificateRefusals: [OpaquePointer: String] = [:]
+
+  /// Puts a connection (HTTP or WebSocket) on TLS; the error when this process never
+  /// enabled ``ClientTLS`` (its context has no TLS to give).
+  static func useTLS(_ info: inout lws_client_connect_info, for target: String) -> TransportError? {
+    guard ClientTLS.settings.withLock({ $0 }) != nil else {
+      return TransportError("\(target): TLS was not set up for this process")
+    }
+    info.ssl_connection |= Int32(LCCSCF_USE_SSL.rawValue)
+    return nil
+  }
   /// Ping policies by `pingSeconds`; lws keeps pointing at a connection's policy, so
   /// they are never freed (one per distinct value used in the process).
   private var policies: [Int: UnsafeMutablePointer<lws_retry_bo_t>] = [:]
