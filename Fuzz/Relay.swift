@@ -4,11 +4,16 @@
 // against a relay database with three users.
 //
 // Input: byte 0 picks the mode (0, 1: an HTTP request `METHOD /path?query` + headers +
-// blank line + body; 2: a WebSocket text message); byte 1 the user and whether a valid
-// token is added when the request has no Authorization header.
+// blank line + body; 2: a WebSocket text message; 3: the wire); byte 1 the user and
+// whether a valid token is added when the request has no Authorization header.
 // Invariants: nothing traps; every answer is a status of docs/protocol.md (never 500)
 // with a JSON body; the fast POST body parser agrees with JSONDecoder whenever it
 // accepts a body.
+// The wire (mode 3): the rest of the input is sent as it is to a real relay server in
+// this process (its own database) on a loopback port, then the client's half of the
+// connection is shut: libwebsockets' head parser, the relay's head reading, body
+// gathering and answers. Whatever comes back is nothing (the documented closes) or
+// answers whose status lines are documented ones with a reason phrase.
 
 import ChatProtocol
 import ChatStore
@@ -39,7 +44,8 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   guard size >= 2 else { return 0 }
   let user = Int64(data[1] >> 1) % 3 + 1
   let rest = Array(bytes[2...])
-  if data[0] % 3 == 2 {
+  if data[0] % 4 == 3 { return wire(rest) }
+  if data[0] % 4 == 2 {
     setup.relay.received(
       String(decoding: rest, as: UTF8.self), on: SocketID(raw: 1), from: RelayCredential(user: user, device: user))
     return 0
@@ -126,4 +132,65 @@ private func percentDecoded(_ text: String) -> String {
     }
   }
   return String(decoding: out, as: UTF8.self)
+}
+
+// MARK: - The wire
+
+private let wireDatabase = ScratchFile("wire-relay.db")
+/// A relay served on a thread of its own for the whole run; its port.
+private let wirePort: UInt16 = {
+  wireDatabase.remove()
+  let relay = try! Relay(databasePath: wireDatabase.path, now: { 1_767_225_600_000 })
+  _ = try! relay.store.addUser(id: 1, name: "user 1", avatarURL: nil)
+  let server = try! RelayServer(port: 0, handlers: relay.handlers())
+  relay.attach(server)
+  Thread { server.run() }.start()
+  atexit {
+    wireDatabase.remove()
+    unlink(wireDatabase.path + "-wal")
+    unlink(wireDatabase.path + "-shm")
+  }
+  return UInt16(server.port)
+}()
+
+/// The statuses docs/protocol.md lists, and lws's own 403 for a bad `%` escape.
+private let wireStatuses: Set<Substring> = [
+  "100", "200", "201", "400", "401", "403", "404", "405", "408", "409", "410", "411", "413", "417", "429", "503",
+]
+
+private func wire(_ bytes: [UInt8]) -> CInt {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = wirePort.bigEndian
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var timeout = timeval(tv_sec: 5, tv_usec: 0)
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+  }
+  require(connected == 0, "cannot connect to the relay: errno \(errno)")
+  _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+  shutdown(fd, Int32(SHUT_WR))
+  var answer: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 65536)
+  while true {
+    let count = recv(fd, &buffer, buffer.count, 0)
+    if count < 0 && errno == EAGAIN {
+      require(
+        false,
+        "no answer and no close within 5 s for \(String(decoding: bytes.prefix(200), as: UTF8.self).debugDescription)")
+    }
+    if count <= 0 { break }
+    answer += buffer[0..<count]
+  }
+  let text = String(decoding: answer, as: UTF8.self)
+  for line in text.components(separatedBy: "\r\n") where line.hasPrefix("HTTP/1.") {
+    let parts = line.split(separator: " ", maxSplits: 2)
+    require(
+      parts.count == 3 && wireStatuses.contains(parts[1]) && !parts[2].isEmpty,
+      "status line \(line.debugDescription) for \(String(decoding: bytes.prefix(200), as: UTF8.self).debugDescription)")
+  }
+  return 0
 }

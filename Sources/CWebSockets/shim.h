@@ -48,3 +48,12 @@ static const lws_filepos_t chat_lws_illegal_http_content_len = LWS_ILLEGAL_HTTP_
  * pthread_setname_np only under _GNU_SOURCE, hence the declaration here. */
 extern int pthread_setname_np(pthread_t thread, const char *name);
 static inline void chat_name_this_thread(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+/* A connection lws cannot parse as HTTP (an unknown method, a first line that is not
+ * HTTP, plain HTTP to the TLS port) falls back to the raw-socket role on the relay's
+ * protocol, which answers it with a JSON 400 instead of lws's HTML 403 over HTTP/1.0. */
+static const unsigned long long chat_lws_option_fallback_to_raw = LWS_SERVER_OPTION_FALLBACK_TO_APPLY_LISTEN_ACCEPT_CONFIG;
+/* With TLS: lws peeks at a new connection's first bytes, so that plain HTTP there takes
+ * that fallback too (without it lws hangs up); never served as HTTP (no
+ * ALLOW_HTTP_ON_HTTPS_LISTENER). */
+static const unsigned long long chat_lws_option_peek_for_plaintext = LWS_SERVER_OPTION_ALLOW_NON_SSL_ON_SSL_PORT;

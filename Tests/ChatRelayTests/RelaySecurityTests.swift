@@ -47,6 +47,14 @@ import Testing
     #expect(result.stdout.hasSuffix("ok\n"))
   }
 
+  /// Garbage and HTTP/2 first lines, chunked and length-less bodies, `Expect`, heads
+  /// libwebsockets cannot parse: each answered (or the connection ended) as
+  /// docs/protocol.md's "Malformed requests" says, and the relay goes on.
+  @Test func malformedRequestsGetTheAnswersTheProtocolDocuments() throws {
+    let result = try Self.check("wire") { [$0.alice] }
+    #expect(result.stdout.hasSuffix("ok\n"))
+  }
+
   /// A head and a body sent a byte a second and a silent connection: others are served
   /// meanwhile, and the relay closes each slow one (head 10 s, body 20 s).
   @Test func slowClientsAreClosedAndStallNobody() throws {

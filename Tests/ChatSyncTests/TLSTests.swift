@@ -47,9 +47,15 @@ import Testing
       // curl's own check: without the CA it refuses the certificate (60).
       let unverified = try tool("/usr/bin/curl", ["-sS", relay.url + "/v2/health"])
       #expect(unverified.status == 60, "\(unverified.stderr)")
-      // Plain HTTP to the TLS port gets no answer: the connection ends (curl 52 or 56).
-      let plain = try tool("/usr/bin/curl", ["-sS", "-m", "10", "http://127.0.0.1:\(relay.port)/v2/health"])
-      #expect(plain.status != 0 && plain.stdout.isEmpty, "\(plain.status) \(plain.stdout)")
+      // Plain HTTP to the TLS port is refused in plain text, with the protocol's error body.
+      let plain = try tool(
+        "/usr/bin/curl", ["-sS", "-m", "10", "-w", "%{http_code}", "http://127.0.0.1:\(relay.port)/v2/health"])
+      #expect(
+        plain.status == 0 && plain.stdout.hasPrefix(#"{"error":{"code":"bad_request""#)
+          && plain.stdout.contains("https://") && plain.stdout.hasSuffix("400"), "\(plain.status) \(plain.stdout)")
+      // A TLS client still gets TLS after that.
+      let again = try tool("/usr/bin/curl", ["-sS", "-m", "10", "--cacert", certificates.ca, relay.url + "/v2/health"])
+      #expect(again.status == 0 && again.stdout.contains(#""ok":true"#), "\(again.status) \(again.stdout)")
       // Bob's socket over wss:// with Python's websockets gets what Ada posts over https://.
       let script = """
         import asyncio, json, ssl, sys, urllib.request, websockets

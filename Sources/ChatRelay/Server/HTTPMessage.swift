@@ -62,6 +62,30 @@ public struct HTTPResponse: Sendable {
     self.headers = headers
   }
 
+  /// The reason phrase of a status the relay answers with ("Created" for 201).
+  public static func reason(_ status: Int) -> String {
+    switch status {
+    case 100: "Continue"
+    case 200: "OK"
+    case 201: "Created"
+    case 400: "Bad Request"
+    case 401: "Unauthorized"
+    case 403: "Forbidden"
+    case 404: "Not Found"
+    case 405: "Method Not Allowed"
+    case 408: "Request Timeout"
+    case 409: "Conflict"
+    case 410: "Gone"
+    case 411: "Length Required"
+    case 413: "Content Too Large"
+    case 417: "Expectation Failed"
+    case 429: "Too Many Requests"
+    case 500: "Internal Server Error"
+    case 503: "Service Unavailable"
+    default: "Status \(status)"
+    }
+  }
+
   /// A JSON error body in the relay's shape: `{"error": {"code": …, "message": …}}`.
   public static func jsonError(status: Int, code: String, message: String, headers: [(String, String)] = [])
     -> HTTPResponse

@@ -63,7 +63,8 @@ final class LWSContext {
     info.timeout_secs = UInt32(RelayServer.bodySeconds)
     info.keepalive_timeout = Int32(RelayServer.keepAliveSeconds)
     info.retry_and_idle_policy = UnsafePointer(pingPolicy)
-    info.options = chat_lws_option_validate_utf8
+    // What is not HTTP goes to the raw role on the same protocol, for a JSON 400.
+    info.options = chat_lws_option_validate_utf8 | chat_lws_option_fallback_to_raw
     if !host.contains(":") { info.options |= chat_lws_option_disable_ipv6 }
     // The paths are read while the context is created; the strings live until it returns.
     let certificate = tls.map { strdup($0.certificatePath)! }
@@ -73,7 +74,7 @@ final class LWSContext {
       free(key)
     }
     if tls != nil {
-      info.options |= chat_lws_option_ssl_global_init
+      info.options |= chat_lws_option_ssl_global_init | chat_lws_option_peek_for_plaintext
       info.ssl_cert_filepath = UnsafePointer(certificate)
       info.ssl_private_key_filepath = UnsafePointer(key)
       info.ssl_options_set = chat_ssl_op_below_tls_1_2

@@ -91,7 +91,7 @@ public final class RelayServer: @unchecked Sendable {
     host: String = "127.0.0.1", port: Int, tls: RelayTLS? = nil, socketPath: String = "/v2/socket/updates",
     pingSeconds: Int = 30, handlers: Handlers
   ) throws {
-    core = ServiceCore(socketPath: socketPath, handlers: handlers)
+    core = ServiceCore(socketPath: socketPath, tls: tls != nil, handlers: handlers)
     // Unretained: the core outlives the context (deinit destroys the context first).
     let context = try LWSContext(host: host, port: port, tls: tls, handler: core, pingSeconds: pingSeconds)
     self.port = context.listenPort

@@ -6,6 +6,11 @@ extension ServiceCore {
   /// Bodies declared this much over the limit are refused at once and the connection
   /// closed; smaller excess is read and dropped so the client sees its 413.
   private static let drainLimit = 16 * RelayServer.maximumBodySize
+  static let lengthRequired = HTTPResponse.jsonError(
+    status: 411, code: "length_required",
+    message: "send the body with Content-Length (chunked request bodies are not accepted)")
+  static let expectationFailed = HTTPResponse.jsonError(
+    status: 417, code: "expectation_failed", message: "the only expectation the relay meets is 100-continue")
   /// Bytes handed to one `lws_write` of a response body.
   private static let writeChunk = 16 * 1024
 
@@ -48,14 +53,36 @@ extension ServiceCore {
       handlers.log(
         "http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
       return -1
+    } else if RequestHead.header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
+      || (request.method == "POST" && RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) == nil)
+    {
+      // lws 4.1 reads no chunked request body, and none without a length: the body's
+      // bytes would be parsed as the next request. Refused, and the connection closed.
+      exchange.refusal = Self.lengthRequired
+      exchange.closeAfter = true
+    } else if let expect = RequestHead.header(wsi, WSI_TOKEN_HTTP_EXPECT),
+      expect.trimmingSpaces.lowercased() != "100-continue"
+    {
+      exchange.refusal = Self.expectationFailed
+      exchange.closeAfter = true
     } else if declared > RelayServer.maximumBodySize {
       exchange.tooLarge = true
-      exchange.closeAfter = declared > Self.drainLimit
+      // A client waiting for "100 Continue" sends no body after a refusal.
+      exchange.closeAfter = declared > Self.drainLimit || RequestHead.header(wsi, WSI_TOKEN_HTTP_EXPECT) != nil
     }
     connection.exchange = exchange
     if exchange.closeAfter {
       // Refused without reading the body: nothing more is read from this client.
       return answer(wsi, connection)
+    }
+    if declared > 0 && RequestHead.header(wsi, WSI_TOKEN_HTTP_EXPECT) != nil {
+      // `Expect: 100-continue` (RFC 9110 10.1.1): the interim answer now, so that the
+      // client sends the body at once instead of after its own timeout (curl: 1 s).
+      var continuation = [UInt8](repeating: 0, count: Int(chat_lws_pre)) + Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+      let count = continuation.count - Int(chat_lws_pre)
+      _ = continuation.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + Int(chat_lws_pre), count, LWS_WRITE_HTTP)
+      }
     }
     // lws reports a body's completion (or an empty one) when the request declares a
     // length, and a POST with `Content-Length: 0` (or one it reads as 0) too.
@@ -106,11 +133,12 @@ extension ServiceCore {
   private func answer(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange else { return -1 }
     let response =
-      exchange.tooLarge
-      ? HTTPResponse.jsonError(
-        status: 413, code: "too_large",
-        message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
-      : handlers.http(exchange.request)
+      exchange.refusal
+      ?? (exchange.tooLarge
+        ? HTTPResponse.jsonError(
+          status: 413, code: "too_large",
+          message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
+        : handlers.http(exchange.request))
     exchange.request.body = []
     exchange.handedOver = true
     exchange.awaitingAnswer = response == nil
@@ -223,6 +251,8 @@ extension ServiceCore {
       return -1
     }
     exchange.status = response.status
+    var response = response
+    if exchange.closeAfter { response.headers.append(("Connection", "close")) }
     let body = exchange.request.method == "HEAD" ? [] : response.body
     // A body that fits one write goes out with the head: one send and no extra trip
     // through the service loop (the relay's answers are small).
@@ -291,8 +321,17 @@ extension ServiceCore {
       guard
         lws_add_http_common_headers(
           wsi, UInt32(clamping: response.status), response.contentType, lws_filepos_t(response.body.count),
-          &cursor, end) == 0
+          &cursor, end) == 0, let written = cursor
       else { return false }
+      // lws 4.1 has reason phrases for 100, 200, 304 and the errors only ("HTTP/1.1 201 \r\n").
+      let line = UnsafeMutableBufferPointer(start: start, count: written - start)
+      if let cr = line.firstIndex(of: 13), cr > 0, line[cr - 1] == UInt8(ascii: " ") {
+        let phrase = Array(HTTPResponse.reason(response.status).utf8)
+        guard end - written >= phrase.count else { return false }
+        UnsafeMutableRawPointer(start + cr + phrase.count).copyMemory(from: start + cr, byteCount: line.count - cr)
+        (start + cr).update(from: phrase, count: phrase.count)
+        cursor = written + phrase.count
+      }
       for (name, value) in extras {
         let nameBytes = Array((name.lowercased() + ":").utf8) + [0]
         let valueBytes = Array(value.utf8)
@@ -321,16 +360,8 @@ extension ServiceCore {
     _ wsi: OpaquePointer, _ connection: Connection, _ request: HTTPRequest, _ response: HTTPResponse,
     started: ContinuousClock.Instant
   ) {
-    let reasons = [
-      400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 503: "Service Unavailable",
-    ]
-    let head =
-      "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Error")\r\n"
-      + "content-type: \(response.contentType)\r\ncontent-length: \(response.body.count)\r\n"
-      + response.headers.map { "\($0.0.lowercased()): \($0.1)\r\n" }.joined()
-      + "connection: close\r\n\r\n"
     let pre = Int(chat_lws_pre)
-    var buffer = [UInt8](repeating: 0, count: pre) + Array(head.utf8) + response.body
+    var buffer = [UInt8](repeating: 0, count: pre) + Self.rawHead(response) + response.body
     let count = buffer.count - pre
     _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_HTTP) }
     handlers.log(

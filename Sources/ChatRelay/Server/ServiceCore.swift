@@ -14,6 +14,8 @@ import LWSSupport
 final class ServiceCore: LWSEventHandler, @unchecked Sendable {
   let socketPath: String
   let handlers: RelayServer.Handlers
+  /// The port serves TLS.
+  let tls: Bool
 
   private var context: LWSContext?
   var connections: [UInt64: Connection] = [:]
@@ -50,8 +52,9 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
     }
   }
 
-  init(socketPath: String, handlers: RelayServer.Handlers) {
+  init(socketPath: String, tls: Bool, handlers: RelayServer.Handlers) {
     self.socketPath = socketPath
+    self.tls = tls
     self.handlers = handlers
     outbound = Locked(Outbound())
   }
@@ -145,6 +148,10 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
       // Once, while the TLS vhost is made: `user` is its SSL_CTX.
       if let user { chat_ssl_ctx_release_buffers(user) }
       return 0
+    case LWS_CALLBACK_RAW_RX:
+      return rawReceived(wsi, length: input == nil ? 0 : length)
+    case LWS_CALLBACK_RAW_WRITEABLE:
+      return rawWritable(wsi)
     case LWS_CALLBACK_HTTP:
       return beginRequest(wsi)
     case LWS_CALLBACK_HTTP_BODY:
@@ -213,6 +220,8 @@ final class Connection {
   /// `Connection: close` and the connection ends (see `markPipelined`).
   var pipelined = false
   var socket: SocketState?
+  /// lws gave the connection to the raw role (not HTTP) and its 400 is on its way.
+  var answeredRaw = false
 
   init(id: UInt64, wsi: OpaquePointer) {
     self.id = id
@@ -226,6 +235,8 @@ struct Exchange {
   let started: ContinuousClock.Instant
   /// The body is over the limit: its bytes are read and dropped, the answer is 413.
   var tooLarge = false
+  /// The answer, given without asking the handler (411, 417).
+  var refusal: HTTPResponse?
   /// The request went to the handler (its body, if any, complete): a further body
   /// completion or request head lws reports on this connection before the answer is
   /// written means the client pipelined another request behind this one.

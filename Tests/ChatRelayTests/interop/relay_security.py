@@ -5,6 +5,7 @@ usage: relay_security.py matrix PORT TOKEN_ALICE TOKEN_BOB TOKEN_CAROL
        relay_security.py limits PORT TOKEN_ALICE
        relay_security.py inject PORT TOKEN_ALICE TOKEN_BOB
        relay_security.py slowloris PORT TOKEN_ALICE TOKEN_BOB
+       relay_security.py wire PORT TOKEN_ALICE
        relay_security.py logins PORT TOKEN_BOB [FAILED]  -> prints the latency figures as JSON
 Users 1 (Alice), 2 (Bob) and 3 (Carol), none of them with messages yet. Every wait is
 bounded; no check is about time (timings are printed, never asserted). Any failed check
@@ -327,7 +328,96 @@ def slowloris(port, alice, bob):
                       "closedAfter": {name: round(results[name][1], 1) for name in slow}}))
 
 
-# MARK: - 5. Failed logins: one client tries 1,000 bad tokens, another works
+# MARK: - 5. Malformed requests: each answer as docs/protocol.md ("Malformed requests") says
+
+def whole_answer(port, data, shut=False):
+    """Sends raw bytes; returns (status line, headers, body bytes) of the one answer, or
+    None when the relay closed without one. Reads until the close or Content-Length."""
+    with raw.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
+        s.sendall(data)
+        if shut:
+            s.shutdown(raw.SHUT_WR)
+        answer = b""
+        try:
+            while True:
+                head, sep, rest = answer.partition(b"\r\n\r\n")
+                if sep:
+                    lines = head.split(b"\r\n")
+                    if lines[0].split(b" ")[1:2] == [b"100"]:   # an interim answer: the real one follows
+                        answer = rest
+                        continue
+                    headers = {name.lower(): value for name, value in (line.decode().split(": ", 1) for line in lines[1:])}
+                    if len(rest) >= int(headers.get("content-length", "0")):
+                        return lines[0].decode(), headers, rest[:int(headers.get("content-length", "0"))]
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+        except ConnectionResetError:
+            pass
+        return None if not answer else (answer.split(b"\r\n")[0].decode(errors="replace"), {}, b"")
+
+
+def json_error(answer, status, code, what):
+    assert answer is not None, f"{what}: no answer"
+    line, headers, body = answer
+    assert line.startswith(f"HTTP/1.1 {status} ") and len(line) > len(f"HTTP/1.1 {status} "), f"{what}: {line!r}"
+    assert headers.get("content-type") == "application/json", f"{what}: {headers}"
+    parsed = json.loads(body)
+    assert parsed["error"]["code"] == code and "\n" not in parsed["error"]["message"], f"{what}: {parsed}"
+    return headers
+
+
+def wire(port, alice):
+    auth = f"Authorization: Bearer {alice}\r\n".encode()
+    post = lambda extra, body=b"": (b"POST /v2/messages HTTP/1.1\r\nHost: x\r\n" + auth + extra + b"\r\n" + body)
+    # Not HTTP at all, an HTTP/2 preface, an unknown method: a JSON 400 over HTTP/1.1, and the connection ends.
+    for data, what in [(b"garbage\r\n\r\n", "a garbage request line"), (b"\x16\x03\x01\x00\x05hello", "a TLS hello"),
+                       (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "an HTTP/2 preface"),
+                       (b"BREW /v2/health HTTP/1.1\r\nHost: x\r\n\r\n", "an unknown method")]:
+        headers = json_error(whole_answer(port, data), 400, "bad_request", what)
+        assert headers.get("connection") == "close", f"{what}: {headers}"
+    # A chunked body, a POST without Content-Length: 411, and the connection ends.
+    for extra, body, what in [(b"Transfer-Encoding: chunked\r\n", b"5\r\n{\"a\":\r\n0\r\n\r\n", "a chunked body"),
+                              (b"", b'{"requestId":1,"toUserId":2,"content":"x"}', "a POST without Content-Length")]:
+        headers = json_error(whole_answer(port, post(extra, body)), 411, "length_required", what)
+        assert headers.get("connection") == "close", f"{what}: {headers}"
+    # Expect: 100-continue gets its interim answer at once (no client-side wait), then the 201.
+    with raw.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
+        body = b'{"requestId":900,"toUserId":2,"content":"after 100"}'
+        s.sendall(post(b"Content-Length: %d\r\nExpect: 100-continue\r\n" % len(body)))
+        interim = s.recv(4096)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n", interim
+        s.sendall(body)
+        final = s.recv(65536)
+        assert final.startswith(b"HTTP/1.1 201 Created\r\n"), final[:80]
+    # ... and a body too large for it is refused before it is sent; another expectation is 417.
+    json_error(whole_answer(port, post(b"Content-Length: 2000000\r\nExpect: 100-continue\r\n")), 413, "too_large",
+               "Expect with 2 MB")
+    json_error(whole_answer(port, post(b"Content-Length: 2\r\nExpect: tea\r\n", b"{}")), 417, "expectation_failed",
+               "Expect: tea")
+    # Every status line has its reason phrase; a 401 has its challenge.
+    headers = json_error(whole_answer(port, b"GET /v2/messages HTTP/1.1\r\nHost: x\r\n\r\n"), 401, "unauthorized", "no token")
+    assert headers.get("www-authenticate") == 'Bearer realm="chat-relay"', headers
+    # Invalid UTF-8 and a very long path: a JSON answer (here 404: no such path).
+    json_error(whole_answer(port, b"GET /v2/\xff\xfe HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n"), 404, "not_found",
+               "an invalid UTF-8 path")
+    # Heads libwebsockets cannot parse end the connection, as documented: no answer, or
+    # (a % not followed by two hex digits) its own HTML 403; never a crash or a hang.
+    for data, what in [(b"GET /v2/messages?limit=1%00 HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n", "%00 in the query"),
+                       (b"GET /v2/he\x00alth HTTP/1.1\r\nHost: x\r\n\r\n", "a NUL byte in the path"),
+                       (b"GET /v2/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n", "9 KB of headers"),
+                       (b"GET /v2/health HTTP/1.1\r\nHost: x\r\nHost: y\r\nGET / HTTP/1.1\r\n\r\n", "two request lines")]:
+        assert whole_answer(port, data) is None, what
+    answer = whole_answer(port, b"GET /v2/%zz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer is not None and answer[0].startswith("HTTP/1.0 403"), answer
+    # A truncated head, then the client's end of the connection: closed without an answer.
+    assert whole_answer(port, b"GET /v2/health HTTP/1.1\r\nHost: x\r\n", shut=True) is None
+    healthy(port)
+    print("ok")
+
+
+# MARK: - 6. Failed logins: one client tries 1,000 bad tokens, another works
 
 def percentile(values, fraction):
     values = sorted(values)
@@ -394,5 +484,7 @@ elif command == "slowloris":
     slowloris(port, sys.argv[3], sys.argv[4])
 elif command == "logins":
     logins(port, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1000)
+elif command == "wire":
+    wire(port, sys.argv[3])
 else:
     sys.exit(f"unknown command {command}")
