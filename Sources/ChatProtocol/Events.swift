@@ -204,16 +204,20 @@ public struct SyncMark: Sendable, Hashable, Codable {
   }
 }
 
-/// `{"code", "message"}`: the `error` event.
+/// `{"code", "message"}`: the `error` event; `messageIds` when it answers a
+/// `delivery_ack` with ids the relay holds no message to the caller for.
 public struct EventError: Sendable, Hashable, Codable {
-  /// `bad_request`, `internal`, … (the codes of the HTTP errors).
+  /// `bad_request`, `not_found`, `internal`, … (the codes of the HTTP errors).
   public var code: String
   /// For a person: what was wrong.
   public var message: String
+  /// The acknowledged ids that name no message to the caller on the relay.
+  public var messageIds: [Int64]?
 
   /// An error.
-  public init(code: String, message: String) {
+  public init(code: String, message: String, messageIds: [Int64]? = nil) {
     self.code = code
     self.message = message
+    self.messageIds = messageIds
   }
 }

@@ -478,13 +478,41 @@ public final class Relay: @unchecked Sendable {
       switch try decode(Array(text.utf8)) as ClientEvent {
       case .deliveryAck(let ack):
         guard ack.messageIds.count <= 500 else {
-          throw APIError.badRequest("at most 500 messageIds", field: "messageIds")
+          throw APIError.badRequest(
+            "field 'payload.messageIds': expected at most 500 ids, got \(ack.messageIds.count)",
+            field: "payload.messageIds")
         }
-        for update in try store.acknowledgeDelivery(by: user, ids: ack.messageIds) { push(update) }
+        let updates = try store.acknowledgeDelivery(by: user, ids: ack.messageIds)
+        for update in updates { push(update) }
+        // Ids that delivered nothing now: already delivered, or no message to this user
+        // on the relay (unknown, another user's, gone with the retention window).
+        let delivered = Set(updates.map(\.update.messageId))
+        let rest = Set(ack.messageIds).subtracting(delivered)
+        let unknown = rest.isEmpty ? [] : try store.unheldMessages(to: user, among: rest)
         // The client keeps a message unconfirmed (and acknowledges it again after a
-        // reconnect) until it sees this: an acknowledgement lost with its socket is repeated.
-        send(WireJSON.string(ServerEvent.deliveryAcknowledged(ack)), to: socket)
+        // reconnect) until it sees it in one of these: an acknowledgement lost with its
+        // socket is repeated.
+        let acknowledged = ack.messageIds.filter { !unknown.contains($0) }
+        if !acknowledged.isEmpty {
+          send(WireJSON.string(ServerEvent.deliveryAcknowledged(MessageIDs(messageIds: acknowledged))), to: socket)
+        }
+        if !unknown.isEmpty {
+          let ids = unknown.sorted()
+          send(
+            WireJSON.string(
+              ServerEvent.error(
+                EventError(
+                  code: "not_found",
+                  message:
+                    "field 'payload.messageIds': no message to you with id \(ids.map(String.init).joined(separator: ", ")) on the relay",
+                  messageIds: ids))), to: socket)
+        }
       case .read(let receipt):
+        try requireConversation(of: user, with: receipt.conversationId, "payload.conversationId")
+        guard receipt.upTo > 0 else {
+          throw APIError.badRequest(
+            "field 'payload.upTo': expected a positive integer, got \(receipt.upTo)", field: "payload.upTo")
+        }
         // A read receipt never stands in for delivery: the mark stops below any message
         // the reader has not acknowledged (RelayStore.markRead).
         for update in try store.markRead(by: user, conversation: receipt.conversationId, upTo: receipt.upTo) {
@@ -497,13 +525,15 @@ public final class Relay: @unchecked Sendable {
           WireJSON.string(ServerEvent.readAcknowledged(ReadMark(conversationId: receipt.conversationId, upTo: mark))),
           to: socket)
       case .typing(let typing):
-        if try store.canSee(viewer: user, user: typing.toUserId) {
-          announce(user, online: true, typing: typing.typing, only: typing.toUserId)
-        }
+        try requireConversation(of: user, with: typing.toUserId, "payload.toUserId")
+        announce(user, online: true, typing: typing.typing, only: typing.toUserId)
       case .updatesAck(let ack):
+        try Self.requireCursor(ack.upTo, "payload.upTo")
         try store.acknowledgeSync(
           user: user, device: owner.device, messages: 0, updates: ack.upTo, retention: retention)
       case .syncAck(let mark):
+        try Self.requireCursor(mark.lastSyncedMessage, "payload.lastSyncedMessage")
+        try Self.requireCursor(mark.lastSyncedUpdate, "payload.lastSyncedUpdate")
         try store.acknowledgeSync(
           user: user, device: owner.device, messages: mark.lastSyncedMessage, updates: mark.lastSyncedUpdate,
           retention: retention)
@@ -517,6 +547,20 @@ public final class Relay: @unchecked Sendable {
       send(Self.errorEvent(code: api.code, message: api.message), to: socket)
     } catch {
       send(Self.errorEvent(code: "internal", message: "\(error)"), to: socket)
+    }
+  }
+
+  /// `read` and `typing` name a user the caller exchanged messages with (not the caller).
+  private func requireConversation(of user: Int64, with other: Int64, _ field: String) throws {
+    guard other != user, try store.canSee(viewer: user, user: other) else {
+      throw APIError.badRequest("field '\(field)': user \(other) has no conversation with you", field: field)
+    }
+  }
+
+  /// A cursor of `sync_ack` or `updates_ack`: 0 or more.
+  private static func requireCursor(_ value: Int64, _ field: String) throws {
+    guard value >= 0 else {
+      throw APIError.badRequest("field '\(field)': expected an integer of 0 or more, got \(value)", field: field)
     }
   }
 

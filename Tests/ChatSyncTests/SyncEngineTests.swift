@@ -312,7 +312,12 @@ import Testing
       #expect(await eventually { await engine.typingContacts().isEmpty }, "typing expires after typingExpiresInMs")
       #expect(await eventually { await engine.metrics.received == 3 })
       #expect(await eventually { socket.sent.contains { $0.contains("delivery_ack") } })
-      socket.deliver(#"{"type":"delivery_acknowledged","payload":{"messageIds":[99,100]}}"#)
+      // 99 is confirmed; the relay holds no message 100 any more (an error naming it):
+      // not acknowledged again, and its status stays SYNCED.
+      socket.deliver(#"{"type":"delivery_acknowledged","payload":{"messageIds":[99]}}"#)
+      socket.deliver(
+        #"{"type":"error","payload":{"code":"not_found","message":"field 'payload.messageIds': no message to you with id 100 on the relay","messageIds":[100]}}"#
+      )
       #expect(try await eventually { try check.unacknowledgedIncoming().isEmpty })
       await engine.stop()
       await run.value

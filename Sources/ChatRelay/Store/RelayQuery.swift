@@ -44,6 +44,7 @@ enum RelayQuery {
     """
   static let markDelivered =
     "UPDATE RelayMessages SET delivered_at = ?3 WHERE id = ?1 AND to_user_id = ?2 AND delivered_at IS NULL RETURNING from_user_id"
+  static let messageTo = "SELECT EXISTS (SELECT 1 FROM RelayMessages WHERE id = ? AND to_user_id = ?)"
   static let contactExists = "SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)"
   static let contactsOf = "SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id"
   static let readMark = "SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?"
@@ -97,7 +98,7 @@ enum RelayQuery {
     ("devicesOfUser", devicesOfUser), ("deviceByID", deviceByID), ("firstDeviceOf", firstDeviceOf),
     ("lastMessageID", lastMessageID), ("setLastMessageID", setLastMessageID), ("requestByKey", requestByKey),
     ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove),
-    ("markDelivered", markDelivered),
+    ("markDelivered", markDelivered), ("messageTo", messageTo),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
     ("statusUpdates", statusUpdates), ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),

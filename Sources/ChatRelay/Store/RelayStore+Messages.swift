@@ -243,6 +243,14 @@ extension RelayStore {
     }
   }
 
+  /// The ids among `ids` that name no message to `user` on the relay (never issued,
+  /// another user's, or gone with the retention window).
+  public func unheldMessages(to user: Int64, among ids: Set<Int64>) throws -> Set<Int64> {
+    try reading("look up messages to user \(user) in") { db in
+      Set(try ids.filter { try db.int64(RelayQuery.messageTo, [$0, user]) != 1 })
+    }
+  }
+
   /// `user` has read the conversation with `other` up to `messageId`: `other` (the
   /// sender side) gets a `message_read` update with `conversationId` = `user`, and
   /// `user` a `conversation_read` update (so each of their devices counts it read).

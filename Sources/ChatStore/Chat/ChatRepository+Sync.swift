@@ -149,6 +149,17 @@ extension ChatRepository {
     }
   }
 
+  /// The relay holds no message to the owner with these ids (an `error` event answering
+  /// a `delivery_ack`: gone with its retention window, or never one): they are no longer
+  /// acknowledged, and their status stays as it is.
+  public func forgetDeliveryAcks(_ ids: [Int64]) throws {
+    guard !ids.isEmpty else { return }
+    try database.write { db in
+      let forget = try db.cachedStatement(HotQuery.forgetDeliveryAck.sql)
+      for id in ids { try forget.execute([id]) }
+    }
+  }
+
   /// The relay confirmed these incoming messages' delivery (`delivery_acknowledged`): they
   /// are no longer acknowledged, and `SYNCED` ones become `DELIVERED` (a message already
   /// read stays read).

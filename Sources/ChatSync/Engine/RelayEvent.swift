@@ -13,7 +13,8 @@ enum RelayEvent: Sendable, Equatable {
   case deliveryAcknowledged([Int64])
   /// The relay's read mark for a conversation after a `read` receipt.
   case readAcknowledged(conversation: Int64, upTo: Int64)
-  case error(code: String, message: String)
+  /// `messageIds`: acknowledged ids the relay holds no message to the owner for.
+  case error(code: String, message: String, messageIds: [Int64])
   /// An event this client does not know (a newer relay): ignored.
   case unknown(String)
 
@@ -29,7 +30,7 @@ enum RelayEvent: Sendable, Equatable {
     case .contactStatusUpdate(let status): .contactStatus(status)
     case .deliveryAcknowledged(let ids): .deliveryAcknowledged(ids.messageIds)
     case .readAcknowledged(let mark): .readAcknowledged(conversation: mark.conversationId, upTo: mark.upTo)
-    case .error(let error): .error(code: error.code, message: error.message)
+    case .error(let error): .error(code: error.code, message: error.message, messageIds: error.messageIds ?? [])
     case .unknown(let type): .unknown(type)
     }
   }

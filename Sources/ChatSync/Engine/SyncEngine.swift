@@ -437,8 +437,11 @@ public actor SyncEngine {
     case .readAcknowledged(let conversation, let upTo):
       try await patiently { try repository.clearReadReceipt(conversation: conversation, upTo: upTo) }
       if let sent = receiptsInFlight[conversation], sent <= upTo { receiptsInFlight[conversation] = nil }
-    case .error(let code, let message):
+    case .error(let code, let message, let ids):
       log("relay error event: \(code): \(message)")
+      // Nothing on the relay to acknowledge: acknowledging them again would loop.
+      try await patiently { try repository.forgetDeliveryAcks(ids) }
+      acksInFlight.subtract(ids)
     case .unknown(let type):
       log("socket: ignored an unknown event '\(type)'")
     }

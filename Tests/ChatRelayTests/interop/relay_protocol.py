@@ -169,6 +169,34 @@ async def main():
         assert error["code"] == "bad_request", error
         await bob.send(json.dumps({"type": "typing", "payload": {"toUserId": 1, "typing": False}}))
 
+        # One rule for every client event: what the relay cannot use gets an `error` event
+        # naming the field, and the socket stays open.
+        for event, field in [({"type": "typing", "payload": {"toUserId": 3, "typing": True}}, "toUserId"),  # no conversation
+                             ({"type": "typing", "payload": {"toUserId": 2, "typing": True}}, "toUserId"),  # oneself
+                             ({"type": "read", "payload": {"conversationId": 3, "upTo": 1}}, "conversationId"),
+                             ({"type": "read", "payload": {"conversationId": 1, "upTo": 0}}, "upTo"),
+                             ({"type": "updates_ack", "payload": {"upTo": -1}}, "upTo"),
+                             ({"type": "sync_ack", "payload": {"lastSyncedMessage": -5, "lastSyncedUpdate": 0}}, "lastSyncedMessage"),
+                             ({"type": "typing", "payload": {"toUserId": "1", "typing": True}}, "toUserId"),
+                             ({"type": "delivery_ack", "payload": {"messageIds": list(range(1, 502))}}, "messageIds")]:
+            await bob.send(json.dumps(event))
+            error = await next_event(bob, "error")
+            assert error["code"] == "bad_request", (event, error)
+            assert error["message"].startswith(f"field 'payload.{field}': "), (event, error)
+        # delivery_acknowledged names only what was acknowledged (a message to Bob, though
+        # delivered already); an unknown id, and a message Alice acknowledges as if it were
+        # to her, come back in a `not_found` error with their ids.
+        own = second["message"]["messageId"]
+        await bob.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": [own, 77, -1]}}))
+        acknowledged = await next_event(bob, "delivery_acknowledged")
+        assert acknowledged["messageIds"] == [own], acknowledged
+        error = await next_event(bob, "error")
+        assert error["code"] == "not_found" and error["messageIds"] == [-1, 77], error
+        await alice.send(json.dumps({"type": "delivery_ack", "payload": {"messageIds": [own]}}))
+        error = await next_event(alice, "error")
+        assert error["code"] == "not_found" and error["messageIds"] == [own], error
+        await bob.send(json.dumps({"type": "updates_ack", "payload": {"upTo": 0}}))  # valid: no answer
+
         # Status updates wait in sync for a sender that was away, until acknowledged by cursor.
         status, _, sync = http("GET", "/v2/messages", token=ALICE)
         updates = sync["statusUpdates"]
