@@ -8,7 +8,8 @@ enum ServeCommand: ParsableCommand {
   static let name = "serve"
   static let abstract = "Serve the relay's HTTP API and WebSocket until interrupted."
   static let discussion: String? = """
-    Listens on 127.0.0.1 unless --host says otherwise; --port 0 picks a free port. \
+    Serves an existing relay database (made by 'chat-relay user add'), or with --create \
+    a new empty one. Listens on 127.0.0.1 unless --host says otherwise; --port 0 picks a free port. \
     With --tls-cert and --tls-key it serves HTTPS and WSS on that port (TLS 1.2 at \
     least); without them, plain HTTP, on loopback only unless --insecure-plaintext. \
     Prints 'listening on http://HOST:PORT' (https://) on standard error once ready, then one line \
@@ -19,6 +20,7 @@ enum ServeCommand: ParsableCommand {
 
   static let examples = [
     "chat-relay serve --db relay.db",
+    "chat-relay serve --db new-relay.db --create --port 0",
     "chat-relay serve --db relay.db --host 0.0.0.0 --port 443 --tls-cert relay.crt --tls-key relay.key",
     "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
   ]
@@ -36,6 +38,7 @@ enum ServeCommand: ParsableCommand {
     var tlsCertificate: String?
     var tlsKey: String?
     var insecurePlaintext: Bool
+    var create: Bool
     init(_ o: inout OptionReader) {
       database = RelayDatabase(&o)
       host =
@@ -91,6 +94,8 @@ enum ServeCommand: ParsableCommand {
       insecurePlaintext = o.flag(
         "--insecure-plaintext",
         help: "Serve plain HTTP on an address other than loopback (tokens and messages cross the network in clear).")
+      create = o.flag(
+        "--create", help: "Create the database when missing: a relay with no users yet (add them with 'user add').")
     }
 
     func validate() throws {
@@ -125,6 +130,7 @@ enum ServeCommand: ParsableCommand {
   }
 
   static func run(_ options: Options, in context: CommandContext) throws {
+    if !options.create { try options.database.requireExisting() }
     Heap.keepFreedMemoryForReuse()
     let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
     let relay = try Relay(

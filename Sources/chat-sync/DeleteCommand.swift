@@ -5,7 +5,10 @@ import ChatStore
 enum DeleteCommand: ParsableCommand {
   static let name = "delete"
   static let abstract = "Delete a failed message that was never sent."
-  static let discussion: String? = "Only FAILED requests can be deleted: a message being sent is never dropped."
+  static let discussion: String? = """
+    Only FAILED requests can be deleted: a message being sent is never dropped. A \
+    request in another state is refused with 65, one not in the outbox with 66.
+    """
 
   static let examples = [
     "chat-sync delete --user 42 18",
@@ -16,10 +19,15 @@ enum DeleteCommand: ParsableCommand {
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)
+    let path = options.file.target.path
     guard try repository.deleteFailedRequest(options.request) else {
+      guard let request = try repository.request(options.request) else {
+        throw StoreError(.notFound, "\(path): no request \(options.request) in the outbox", path: path)
+      }
       throw StoreError(
-        .notFound, "request \(options.request) is not a failed request in \(options.file.target.path)",
-        path: options.file.target.path)
+        .badInput,
+        "\(path): request \(options.request) is \(request.status.rawValue), not FAILED: it is still being sent, and a message being sent is never dropped",
+        path: path)
     }
     try options.file.report(
       context, Result(requestId: options.request, deleted: true),

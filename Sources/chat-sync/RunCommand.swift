@@ -11,8 +11,9 @@ enum RunCommand: ParsableCommand {
     Connects the socket, fetches what arrived while away (from the cursor stored in the \
     file), then sends queued messages and stays connected, reconnecting with backoff. \
     One log line per connection change, send and receipt goes to stderr; the measures \
-    every minute and on exit. 'chat-sync send' from another shell is sent at once. \
-    With --once: sync, send what is due (retrying until --deadline), and exit: 0 when \
+    every minute and on exit. Standard output stays empty but for --json. 'chat-sync \
+    send' from another shell is sent at once. With --once: sync, send what is due \
+    (retrying until --deadline), print the outcome and the measures, and exit: 0 when \
     the outbox is empty, 7 when messages are left in it, 69 when the relay is unreachable.
     """
 
@@ -130,8 +131,11 @@ enum RunCommand: ParsableCommand {
     if let reason = blocking({ await engine.haltReason }) {
       throw OnceFailure(status: .permission, message: reason)
     }
-    try options.file.report(
-      context, Result(outcome: "stopped", metrics: metrics), text: "Stopped. " + metrics.summary)
+    // The last line of the log, like the others on stderr: standard output carries only
+    // the --json envelope (a run in the background writes nothing on the terminal's
+    // standard output).
+    logLine("stopped; metrics: \(metrics.summary)")
+    try options.file.report(context, Result(outcome: "stopped", metrics: metrics), text: "")
   }
 
   /// `result`: how the run ended (`done`, `unsent` with `--once`; `stopped`) and its

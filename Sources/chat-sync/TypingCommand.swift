@@ -7,7 +7,13 @@ import ChatSync
 enum TypingCommand: ParsableCommand {
   static let name = "typing"
   static let abstract = "Tell a contact you are typing (it shows for about 5 seconds)."
-  static let discussion: String? = "Sent through a running 'chat-sync run', else on a socket of its own; never stored."
+  static let discussion: String? = """
+    Sent through a running 'chat-sync run' on this file, and then it returns at once. \
+    Without one it opens a socket of its own and keeps it for the typing window (5 s; \
+    about half a second with --stop), so the contact sees the user online and typing \
+    for as long as the indicator lasts; a refusal by the relay (a user you never \
+    exchanged a message with) ends it with 65. Never stored.
+    """
 
   static let examples = [
     "chat-sync typing --user 42 --to 7",
@@ -37,23 +43,55 @@ enum TypingCommand: ParsableCommand {
         throw OnceFailure(status: .unavailable, message: "The relay could not be reached")
       }
       let event = WireJSON.string(ClientEvent.typing(TypingSignal(toUserId: options.to, typing: !options.stop)))
-      let error: String? = blocking {
+      let hold: Duration = options.stop ? .milliseconds(500) : .milliseconds(Self.windowMilliseconds)
+      let outcome: Swift.Result<String?, any Error> = blocking {
         do {
           let socket = try await connector.connect()
           socket.send(event)
-          try? await Task.sleep(for: .milliseconds(200))
+          // The relay answers a typing event only when it refuses it: an `error` event.
+          let refusal = await Self.firstError(on: socket, within: hold)
           socket.close()
-          return nil
+          return .success(refusal)
         } catch {
-          return "\(error)"
+          return .failure(error)
         }
       }
-      if let error { throw OnceFailure(status: .unavailable, message: "The relay could not be reached: \(error)") }
+      switch outcome {
+      case .failure(let error):
+        throw OnceFailure(status: .unavailable, message: "The relay could not be reached: \(error)")
+      case .success(let refusal?):
+        throw OnceFailure(status: .dataError, message: "The relay refused it: \(refusal)")
+      case .success(nil): break
+      }
       via = "its own socket"
     }
     try options.file.report(
       context, Result(toUserId: options.to, typing: !options.stop, via: via),
-      text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)).")
+      text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)"
+        + (via == "chat-sync run" || options.stop ? ")." : ", held for \(Self.windowMilliseconds / 1000) s)."))
+  }
+
+  /// How long a typing indicator lasts at the contact (the relay's `typingExpiresInMs`).
+  static let windowMilliseconds = 5_000
+
+  /// The message of the first `error` event within `duration`, or nil.
+  private static func firstError(on socket: any RelaySocket, within duration: Duration) async -> String? {
+    await withTaskGroup(of: String?.self) { group in
+      group.addTask {
+        for await text in socket.messages {
+          if case .error(let error)? = try? WireJSON.decode(ServerEvent.self, from: text) { return error.message }
+        }
+        return nil
+      }
+      group.addTask {
+        try? await Task.sleep(for: duration)
+        return nil
+      }
+      let first = await group.next() ?? nil
+      group.cancelAll()
+      socket.close()
+      return first
+    }
   }
 
   /// `result`: what was said to whom, and how (`chat-sync run` or `its own socket`).

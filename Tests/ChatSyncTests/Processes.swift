@@ -110,7 +110,7 @@ final class RelayProcess {
     let log = folder + "/relay-\(starts).log"
     let server = try Background(
       "chat-relay",
-      ["serve", "--db", db, "--port", String(port), "--ping-seconds", "5"] + faults
+      ["serve", "--db", db, "--create", "--port", String(port), "--ping-seconds", "5"] + faults
         + (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []), log: log)
     self.server = server
     let deadline = Date().addingTimeInterval(20)

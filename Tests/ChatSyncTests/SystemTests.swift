@@ -207,6 +207,12 @@ func chatdbCheck(_ db: String) throws {
       relay.stop()
       let down = try a.cli(["run", "--once"])
       #expect(down.status == 69, "\(down.stderr)")
+      // A request still to be sent is never dropped (65, saying why); an unknown one is 66.
+      #expect(try a.cli(["send", "--to", "2", "still queued"]).status == 0)
+      let pending = try #require(try a.messagesRequests().first)
+      let kept = try a.cli(["delete", String(pending)])
+      #expect(kept.status == 65 && kept.stderr.contains("is PENDING, not FAILED"), "\(kept.stderr)")
+      #expect(try a.cli(["delete", "999999"]).status == 66)
       // Bad command lines: 64.
       #expect(try a.cli(["send", "--to", "2"]).status == 64)
       #expect(try a.cli(["retry", "x"]).status == 64)
@@ -420,6 +426,19 @@ func chatdbCheck(_ db: String) throws {
       let typing = Date().timeIntervalSince(started)
       try a.stop()
       #expect(await waitUntil(5) { b.log.contains("contact 1: offline") })
+      // Without a running `run`: a socket of its own, held for the typing window, so Bob
+      // sees Ada online and typing until the indicator would have expired anyway.
+      let (folderA, environmentA) = (a.folder, a.environment)
+      let held = Task.detached {
+        try tool("chat-sync", ["typing", "--data-dir", folderA, "--user", "1", "--to", "2"], environment: environmentA)
+      }
+      #expect(await waitUntil(5) { b.log.components(separatedBy: "contact 1: online, typing").count > 2 })
+      let heldRun = try await held.value
+      #expect(heldRun.status == 0 && heldRun.stdout.contains("held for 5 s"), "\(heldRun.stdout) \(heldRun.stderr)")
+      #expect(await waitUntil(5) { b.log.components(separatedBy: "contact 1: offline").count > 2 })
+      // To a user Ada never exchanged a message with: the relay's refusal, 65.
+      let refused = try a.cli(["typing", "--to", "3"])
+      #expect(refused.status == 65 && refused.stderr.contains("no conversation"), "\(refused.stderr)")
       try b.stop()
       print("presence after \(online) s, typing after \(typing) s")
       try chatdbCheck(a.db)

@@ -253,7 +253,6 @@ public actor SyncEngine {
     socket = nil
     if let task = socketTask { await task.value }
     try? repository.setSyncInfo("sync_state", "stopped at \(Timestamp.now())")
-    log("metrics: \(metrics.summary)")
   }
 
   // MARK: - The socket
