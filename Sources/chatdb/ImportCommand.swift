@@ -129,6 +129,10 @@ enum ImportCommand: ParsableCommand {
       try requireSpace((try verification.decodedBytes ?? estimatedDecodedBytes(input)) * 3 / 2, toWrite: path)
     }
     let source = try ByteSource.open(path: input)
+    if input == "-" && owner == nil && !FileSystem.exists(path) {
+      // Standard input is read once: its header is looked at, then imported with the rest.
+      owner = try ExportVerifier.header(peekingAt: source)?.userID
+    }
     var created = false
     let summary: ImportSummary
     let resolvedOwner: Int64

@@ -65,9 +65,9 @@ func tableContents(_ path: String) throws -> [String] {
         == 0)
     let export = folder.file("out/h.ndjson.zst")
     try FileManager.default.createDirectory(atPath: folder.file("out"), withIntermediateDirectories: true)
-    let run = try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export, "--json")
-    #expect(run.status == 0, "\(run.stderr)")
-    let result = try fileResult(run)
+    let exported = try chatdb("export", "--data-dir", folder.path, "--user", "1", "-o", export, "--json")
+    #expect(exported.status == 0, "\(exported.stderr)")
+    let result = try fileResult(exported)
     #expect(result["messages"] as? Int == 4000)
     #expect((result["bytesOut"] as? Int ?? 0) > 0)
     #expect(FileSystem.permissions(atPath: export) == 0o600)
@@ -82,6 +82,20 @@ func tableContents(_ path: String) throws -> [String] {
       try chatdb("import", "--data-dir", folder.file("restored"), "--user", "1", export, "--json"))
     #expect(again["messages"] as? Int == 0)
     #expect(again["unchanged"] as? Int == again["records"] as? Int)
+
+    // Into a new file of any name, by path and from standard input alike: the owner is
+    // the export's header's (standard input is read once, its header looked at first).
+    let chatdbPath = binaryDirectory.appendingPathComponent("chatdb").path
+    for (name, command) in [
+      ("by-path.db", #"exec "$0" import --db "$1" "$2" --json"#),
+      ("from-stdin.db", #"exec "$0" import --db "$1" - --json < "$2""#),
+    ] {
+      let db = folder.file(name)
+      let imported = try run("/bin/sh", ["-c", command, chatdbPath, db, export])
+      #expect(imported.status == 0, "\(name): \(imported.stderr)")
+      #expect(try fileResult(imported)["owner"] as? Int == 1, "\(name)")
+      #expect(try tableContents(db) == tableContents(folder.file("chats-1.db")), "\(name)")
+    }
   }
 
   @Test func aBadRecordIsOneLineNamingFileLineAndFieldWithExit65() throws {

@@ -69,6 +69,25 @@ public enum ExportVerifier {
     return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
   }
 
+  /// The header on the first line of `source`, which is then read again from its start
+  /// (standard input, which cannot be opened twice); nil when it is not a chatdb export.
+  public static func header(peekingAt source: ByteSource) throws -> HistoryHeader? {
+    var head: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while !head.contains(UInt8(ascii: "\n")) && head.count < 1 << 20 {
+      let count = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
+      if count == 0 { break }
+      head += chunk[0..<count]
+    }
+    source.unread(head)
+    let line = head.prefix { $0 != UInt8(ascii: "\n") }
+    let parser = RecordParser()
+    return Array(line).withUnsafeBufferPointer { line -> HistoryHeader? in
+      guard hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header else { return nil }
+      return try? parser.header()
+    }
+  }
+
   /// The header on line 1 of the file at `path`, reading nothing further; nil when the
   /// file is not a chatdb export. A header of a newer format version is refused.
   public static func header(path: String) throws -> HistoryHeader? {

@@ -31,6 +31,8 @@ public final class ByteSource {
   /// `ZSTD_decompressStream`'s last return: 0 exactly when the last frame is complete.
   private var frameRemainder = 1
   private var failure: StoreError?
+  /// Content handed out again before the rest (``unread(_:)``).
+  private var replay: [UInt8] = []
 
   /// Reads from `fileDescriptor`, which stays open; `name` (the path, or `<stdin>`) is used in errors.
   ///
@@ -114,6 +116,12 @@ public final class ByteSource {
   public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
     if let failure { throw failure }
     guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+    if !replay.isEmpty {
+      let count = min(buffer.count, replay.count)
+      replay.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: count) }
+      replay.removeFirst(count)
+      return count
+    }
     do {
       return isCompressed
         ? try readCompressed(into: base, count: buffer.count) : try readPlain(into: base, count: buffer.count)
@@ -121,6 +129,12 @@ public final class ByteSource {
       failure = error
       throw error
     }
+  }
+
+  /// Makes `content`, just read, the next bytes ``read(into:)`` returns: to look at the
+  /// start of a stream that cannot be opened twice (standard input), then read it whole.
+  public func unread(_ content: [UInt8]) {
+    replay = content + replay
   }
 
   // MARK: - Plain
