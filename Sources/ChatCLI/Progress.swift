@@ -9,6 +9,8 @@
 /// `update` is cheap enough to call once per row: it reads the clock only every `stride`
 /// calls, and `stride` adapts so that checks happen a few times per redraw interval.
 public final class Progress {
+  /// Seconds of work before a rate is shown.
+  static let settleSeconds = 0.5
   /// Minimum time between redraws (10 per second).
   private static let redrawInterval: UInt64 = 100_000_000
   private let label: String
@@ -69,6 +71,12 @@ public final class Progress {
     } else {
       parts.append("\(grouped(completed))\(unitSuffix)")
     }
+    // Rates and the time left only once there is half a second to measure: the first
+    // redraw after a quick start would show absurd figures ("10,000,000 records/s").
+    guard seconds >= Progress.settleSeconds else {
+      if let bytes { parts.append(ByteCount.format(bytes)) }
+      return parts.joined(separator: " ")
+    }
     let rate = Double(completed) / seconds
     parts.append("\(grouped(Int64(rate)))\(unitSuffix)/s")
     if let bytes { parts.append("\(ByteCount.format(bytes)) (\(ByteCount.format(Int64(Double(bytes) / seconds)))/s)") }
@@ -86,21 +94,26 @@ public final class Progress {
     return hours > 0 ? "\(hours):\(twoDigits(minutes)):\(twoDigits(secs))" : "\(minutes):\(twoDigits(secs))"
   }
 
-  /// Thousands separators: `1234567` → `1,234,567`.
-  func grouped(_ value: Int64) -> String {
-    var digits = String(value.magnitude)
-    var index = digits.endIndex
-    while digits.distance(from: digits.startIndex, to: index) > 3 {
-      index = digits.index(index, offsetBy: -3)
-      digits.insert(",", at: index)
-    }
-    return (value < 0 ? "-" : "") + digits
-  }
+  func grouped(_ value: Int64) -> String { value.grouped }
 
   /// Monotonic nanoseconds.
   private static func now() -> UInt64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+  }
+}
+
+extension BinaryInteger {
+  /// With thousands separators, as progress lines and summaries show counts:
+  /// `1234567` → `1,234,567`.
+  public var grouped: String {
+    var digits = String(magnitude)
+    var index = digits.endIndex
+    while digits.distance(from: digits.startIndex, to: index) > 3 {
+      index = digits.index(index, offsetBy: -3)
+      digits.insert(",", at: index)
+    }
+    return (self < 0 ? "-" : "") + digits
   }
 }

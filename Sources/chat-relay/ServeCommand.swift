@@ -22,7 +22,6 @@ enum ServeCommand: ParsableCommand {
     "chat-relay serve --db relay.db",
     "chat-relay serve --db new-relay.db --create --port 0",
     "chat-relay serve --db relay.db --host 0.0.0.0 --port 443 --tls-cert relay.crt --tls-key relay.key",
-    "chat-relay serve --db relay.db --faults drop-response=0.1 --faults-seed 3",
   ]
 
   struct Options: ParsableOptions {

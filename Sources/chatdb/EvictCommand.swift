@@ -109,8 +109,8 @@ enum EvictCommand: ParsableCommand {
       let db = try openLatest(target.path, mode: .readWrite, for: "evict")
       var evictorOptions = Evictor.Options()
       evictorOptions.fixedChunkRows = options.chunkRows
-      let result = try Evictor(database: db, options: evictorOptions).run(options.policy) { done, _ in
-        progress.update(completed: done)
+      let result = try Evictor(database: db, options: evictorOptions).run(options.policy) { done, planned in
+        progress.update(completed: done, total: planned)
       }
       let elapsed = seconds(since: started)
       return try FileResult(
@@ -128,7 +128,7 @@ enum EvictCommand: ParsableCommand {
           .init(options.dryRun ? "EXPECTED" : "AFTER", alignment: .right),
         ] : nil,
       summaryLine: options.store.all
-        ? "\(reports.count) file(s): \(options.dryRun ? "would delete" : "deleted") \(reports.total("messages")) messages"
+        ? "\(reports.count) file(s): \(options.dryRun ? "would delete" : "deleted") \(reports.total("messages").grouped) messages"
           + (options.dryRun ? "" : ", freed \(ByteCount.format(reports.total("bytesFreed")))")
           + "; \(reports.failedCount) failed" : nil)
   }
@@ -167,7 +167,8 @@ enum EvictCommand: ParsableCommand {
       ).render()
     }
     let cutoff = plan.cutoff.map { " (older than \($0))" } ?? ""
-    text += "\(path): would delete \(plan.messages) messages\(cutoff) from \(plan.conversations.count) conversation(s)"
+    text +=
+      "\(path): would delete \(plan.messages.grouped) messages\(cutoff) from \(plan.conversations.count) conversation(s)"
     if let bytes = plan.bytes { text += ", about \(ByteCount.format(bytes))" }
     text += "\nsize now \(ByteCount.format(plan.fileBytes)) (\(ByteCount.format(plan.freeBytes)) in free pages)"
     if let expected = plan.expectedSize { text += "; expected after: about \(ByteCount.format(expected))" }
@@ -179,8 +180,8 @@ enum EvictCommand: ParsableCommand {
 
   static func resultText(_ r: EvictionResult, path: String, names: [Int64: String], seconds: Double) -> String {
     var text =
-      "\(path): deleted \(r.deletedMessages) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
-      + "in \(r.chunks) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms, "
+      "\(path): deleted \(r.deletedMessages.grouped) messages from \(r.deletedByConversation.filter { $0.value > 0 }.count) conversation(s) "
+      + "in \(r.chunks.grouped) transactions (longest held the write lock \(String(format: "%.1f", r.maxChunkMillis)) ms, "
       + "99% under \(String(format: "%.1f", r.p99ChunkMillis)) ms, \(r.slowChunks) over 50 ms)"
     text +=
       "\nfreed \(ByteCount.format(r.freedBytes)): \(ByteCount.format(r.sizeBefore)) → \(ByteCount.format(r.sizeAfter))"

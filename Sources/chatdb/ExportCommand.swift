@@ -94,7 +94,7 @@ enum ExportCommand: ParsableCommand {
       fleet: options.store.all
         ? [.init("MESSAGES", alignment: .right), .init("SIZE", alignment: .right), .init("OUTPUT")] : nil,
       summaryLine: options.store.all
-        ? "\(reports.count) file(s) exported to \(options.output): \(reports.total("messages")) messages, "
+        ? "\(reports.count) file(s) exported to \(options.output): \(reports.total("messages").grouped) messages, "
           + "\(ByteCount.format(reports.total("bytesOut"))); \(reports.failedCount) failed" : nil)
   }
 
@@ -133,7 +133,7 @@ enum ExportCommand: ParsableCommand {
         output: output, compression: zstd ? "zstd" : "none", users: counts.users, messages: counts.messages,
         requests: counts.requests, bytesIn: sink.bytesWritten, bytesOut: bytesOut, seconds: elapsed),
       text:
-        "\(target.path) → \(output): \(counts.messages) messages, \(counts.users) users, \(counts.requests) requests; "
+        "\(target.path) → \(output): \(counts.messages.grouped) messages, \(counts.users.grouped) users, \(counts.requests.grouped) requests; "
         + "\(ByteCount.format(sink.bytesWritten)) of NDJSON"
         + (zstd ? " in \(ByteCount.format(bytesOut)) of zstd" : "") + " (\(String(format: "%.2f", elapsed)) s)",
       row: [String(counts.messages), ByteCount.format(bytesOut), output],

@@ -190,7 +190,8 @@ enum GenerateCommand: ParsableCommand {
           .init("UNCHANGED", alignment: .right),
         ] : nil,
       summary: Summary(seed: Int64(bitPattern: base.seed), seconds: elapsed),
-      summaryLine: "Generated \(reports.total("records")) records for \(reports.count - reports.failedCount) user(s) "
+      summaryLine:
+        "Generated \(reports.total("records").grouped) records for \(reports.count - reports.failedCount) user(s) "
         + "in \(String(format: "%.2f", elapsed)) s (seed \(base.seed))"
         + (reports.failedCount > 0 ? "; \(reports.failedCount) failed" : ""))
   }
@@ -219,7 +220,7 @@ enum GenerateCommand: ParsableCommand {
     return try FileResult(
       Result.stream(.init(output: path ?? "-", records: count)),
       text:
-        "Generated \(count) records for user \(generator.options.owner) into \(path ?? "standard output") (seed \(generator.options.seed))",
+        "Generated \(count.grouped) records for user \(generator.options.owner) into \(path ?? "standard output") (seed \(generator.options.seed))",
       totals: ["records": count])
   }
 

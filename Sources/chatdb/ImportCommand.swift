@@ -192,9 +192,9 @@ enum ImportCommand: ParsableCommand {
         rejected: summary.rejected, otherDevice: summary.otherDevice, batches: summary.batches,
         bytesIn: summary.bytesIn, seconds: elapsed, rejects: options.rejects, created: created),
       text:
-        "\(input) → \(path): \(summary.records) records in \(summary.batches) batches (\(String(format: "%.2f", elapsed)) s): "
-        + "\(summary.messages) messages, \(summary.users) users, \(summary.requests) requests changed; "
-        + "\(summary.unchanged) already there; \(summary.rejected) rejected"
+        "\(input) → \(path): \(summary.records.grouped) records in \(summary.batches.grouped) batches (\(String(format: "%.2f", elapsed)) s): "
+        + "\(summary.messages.grouped) messages, \(summary.users.grouped) users, \(summary.requests.grouped) requests changed; "
+        + "\(summary.unchanged.grouped) already there; \(summary.rejected.grouped) rejected"
         + (options.otherDevice ? "; \(summary.otherDevice) outbox requests left to the other device" : "")
         + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
       totals: ["records": summary.records, "messages": summary.messages])

@@ -175,15 +175,23 @@ enum IndexVerifyCommand: ParsableCommand {
           },
           searchIndex: .init(ok: search.isEmpty, problems: search)),
         text: lines.joined(separator: "\n"),
-        row: [String(checks.count), String(scanning.count), String(unplanned.count)],
-        status: !unplanned.isEmpty ? .unplannable : !scanning.isEmpty || !search.isEmpty ? .findings : .success)
+        row: [String(checks.count), String(scanning.count), String(unplanned.count), search.isEmpty ? "ok" : "STALE"],
+        status: !unplanned.isEmpty ? .unplannable : !scanning.isEmpty || !search.isEmpty ? .findings : .success,
+        totals: [
+          "queries": Int64(checks.count), "clean": unplanned.isEmpty && scanning.isEmpty && search.isEmpty ? 1 : 0,
+        ])
     }
+    let clean = reports.total("clean")
     context.report(
       reports,
       fleet: options.store.all
         ? [
           .init("QUERIES", alignment: .right), .init("SCANS", alignment: .right), .init("UNPLANNED", alignment: .right),
-        ] : nil)
+          .init("SEARCH"),
+        ] : nil,
+      summaryLine: options.store.all
+        ? "\(reports.count) file(s): \(clean) clean, \(Int64(reports.count - reports.failedCount) - clean) with findings, "
+          + "\(reports.failedCount) failed (\(reports.total("queries").grouped) hot query plans checked)" : nil)
   }
 
   /// `result`: each hot query's plan, and the search index's health.

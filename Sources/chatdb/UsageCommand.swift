@@ -134,7 +134,7 @@ enum UsageCommand: ParsableCommand {
     if options.store.all {
       text +=
         "\(reports.count) file(s) in \(options.store.dataDirectory): \(ByteCount.format(reports.total("totalBytes"))), "
-        + "about \(ByteCount.format(reports.total("reclaimableBytes"))) reclaimable by vacuum, \(reports.total("messages")) messages"
+        + "about \(ByteCount.format(reports.total("reclaimableBytes"))) reclaimable by vacuum, \(reports.total("messages").grouped) messages"
         + (reports.failedCount == 0 ? "" : "; \(reports.failedCount) unreadable") + "\n"
     }
     let percent = disk.total > 0 ? Double(disk.available) * 100 / Double(disk.total) : 0
@@ -172,7 +172,8 @@ enum UsageCommand: ParsableCommand {
               messages: $0.messages, enough: $0.enough)
           }
         }),
-      summaryLine: text)
+      // A file that could not be measured gets its error alone, not a disk report after it.
+      summaryLine: options.store.all || reports.failedCount < reports.count ? text : nil)
     if options.check && level != .ok && context.status == .success {
       context.exit(level == .critical ? .diskCritical : .diskLow)
     }
@@ -210,7 +211,7 @@ enum UsageCommand: ParsableCommand {
       Free pages:     \(r.freePages) × \(r.pageSize) B = \(ByteCount.format(r.freeBytes)) (auto_vacuum \(r.autoVacuum)\(r.pointerMapBytes > 0 ? ", pointer-map pages \(ByteCount.format(r.pointerMapBytes))" : ""))
       Unused in pages: \(ByteCount.format(r.unusedBytes)) (fragmentation, with free pages \(ByteCount.format(r.fragmentedBytes)))
       Reclaimable:    about \(ByteCount.format(r.reclaimableBytes)) by 'chatdb vacuum'
-      Contents:       \(r.messages) messages in \(r.conversations.filter { $0.messages > 0 }.count) conversations, \(r.requests) outbox requests
+      Contents:       \(r.messages.grouped) messages in \(r.conversations.filter { $0.messages > 0 }.count) conversations, \(r.requests.grouped) outbox requests
       Search index:   \(ByteCount.format(r.searchIndexBytes)) (MessageSearch, MessageSearchCJK, RequestSearch: FTS5 shadow tables)
 
 

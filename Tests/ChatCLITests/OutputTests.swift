@@ -1,7 +1,8 @@
-import ChatCLI
 import ChatStore
 import TestSupport
 import Testing
+
+@testable import ChatCLI
 
 #if canImport(Glibc)
   import Glibc
@@ -113,11 +114,19 @@ import Testing
     progress.update(completed: 1000)
     for row in 1001...1100 { progress.update(completed: Int64(row)) }  // throttled: within 100 ms
     let drawn = buffer.text
-    #expect(drawn.hasPrefix("\r\u{1B}[KImporting 1,000/2,000 records 50% "), "\(drawn)")
-    #expect(drawn.hasSuffix(" left"))
+    // The first half second shows no rate and no time left (they would be absurd).
+    #expect(drawn == "\r\u{1B}[KImporting 1,000/2,000 records 50%", "\(drawn)")
     #expect(drawn.components(separatedBy: "\r").count == 2, "one redraw only: \(drawn.debugDescription)")
     progress.finish()
     #expect(buffer.text == drawn + "\r\u{1B}[K")
+  }
+
+  @Test func aRateAndTheTimeLeftOnceThereIsHalfASecondToMeasure() {
+    let progress = Progress(label: "Evicting", total: 3000, unit: "messages", output: .capturing(into: TextBuffer()))
+    #expect(
+      progress.line(completed: 1000, bytes: nil, elapsed: 2_000_000_000)
+        == "Evicting 1,000/3,000 messages 33% 500 messages/s 0:04 left")
+    #expect(progress.line(completed: 1000, bytes: nil, elapsed: 100_000_000) == "Evicting 1,000/3,000 messages 33%")
   }
 
   @Test func unknownTotalShowsCountAndRateOnly() {
@@ -125,7 +134,8 @@ import Testing
     let progress = Progress(label: "Scanning", unit: "files", output: .capturing(into: buffer, isTerminal: true))
     progress.update(completed: 1_234_567, bytes: 2048)
     #expect(buffer.text.hasPrefix("\r\u{1B}[KScanning 1,234,567 files "))
-    #expect(buffer.text.contains("2.0 KiB ("))
+    #expect(buffer.text.contains("2.0 KiB"))
+    #expect(progress.line(completed: 1_234_567, bytes: 2048, elapsed: 1_000_000_000).contains("2.0 KiB ("))
     #expect(!buffer.text.contains("%") && !buffer.text.contains("left"))
   }
 }

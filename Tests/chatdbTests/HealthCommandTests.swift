@@ -59,7 +59,7 @@ import Testing
     run = try chatdb("check", "--data-dir", folder.path, "--all")
     #expect(run.status == 1)
     #expect(run.stdout.contains("chats-1.db") && run.stdout.contains("1 finding(s)"))
-    #expect(run.stdout.contains("chats-2.db") && run.stdout.contains("FAILED (65 dataError)"))
+    #expect(run.stdout.contains("chats-2.db") && run.stdout.contains("FAILED (exit 65)"))
     // Without the damaged file, the findings decide: 4.
     try FileManager.default.removeItem(atPath: folder.file("chats-2.db"))
     #expect(try chatdb("check", "--data-dir", folder.path, "--all").status == 4)

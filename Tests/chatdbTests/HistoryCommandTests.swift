@@ -24,7 +24,7 @@ func tableContents(_ path: String) throws -> [String] {
         "9")
       #expect(run.status == 0, "\(run.stderr)")
       #expect(run.stderr.isEmpty, "no progress when not on a terminal")
-      #expect(run.stdout.contains("Generated 3046 records for 1 user(s)"))
+      #expect(run.stdout.contains("Generated 3,046 records for 1 user(s)"))
     }
     let a = try tableContents(folder.file("a/chats-5.db"))
     #expect(a.count == 3046)

@@ -1,3 +1,4 @@
+import ChatCLI
 import ChatStore
 import Foundation
 import TestSupport
@@ -135,7 +136,7 @@ import Testing
     #expect(try Self.messageIDs(path) == before)
     let plan = try fileResult(dry)
     let text = try chatdb(args + ["--dry-run"])
-    #expect(text.stdout.contains("would delete \(plan["messages"] as? Int ?? -1) messages"))
+    #expect(text.stdout.contains("would delete \((plan["messages"] as? Int ?? -1).grouped) messages"))
     #expect(try Self.messageIDs(path) == before)
 
     let run = try chatdb(args + ["--json"])

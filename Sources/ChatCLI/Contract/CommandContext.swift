@@ -122,7 +122,7 @@ public final class CommandContext: @unchecked Sendable {
       case .success(let result): return [name] + result.row
       case .failure(let failure):
         var cells = Array(repeating: "-", count: columns.count)
-        if !cells.isEmpty { cells[cells.count - 1] = "FAILED (\(failure.status.rawValue) \(failure.status.kind))" }
+        if !cells.isEmpty { cells[cells.count - 1] = "FAILED (exit \(failure.status.rawValue))" }
         return [name] + cells
       }
     }
@@ -133,7 +133,7 @@ public final class CommandContext: @unchecked Sendable {
         write(failure.message.contains(file.target.path) ? failure.message : "\(file.target.path): \(failure.message)")
       }
     }
-    if let summaryLine { write(summaryLine) }
+    write(summaryLine ?? "\(files.count) file(s): \(files.count - failed) ok, \(failed) failed")
   }
 
   private func printEnvelope(_ value: JSONValue) {
