@@ -32,6 +32,17 @@ import Testing
     }
   }
 
+  /// Many synchronous calls in a row: the worker must have let go of each one's closure
+  /// before the call returns (it traps otherwise: "non-escaping closure has escaped").
+  @Test func manySynchronousCallsReturnOnlyOnceTheWorkerLetGoOfThem() async throws {
+    try await withQueue { queue, _ in
+      // Off the cooperative pool: these calls block their thread.
+      DispatchQueue.concurrentPerform(iterations: 2) { _ in
+        for _ in 0..<5_000 { _ = try? queue.read { db in try db.int64("SELECT count(*) FROM t") } }
+      }
+    }
+  }
+
   @Test func asynchronousCallsRunOnTheQueuesThreadInOrder() async throws {
     try await withQueue { queue, _ in
       try await withThrowingTaskGroup(of: Void.self) { group in

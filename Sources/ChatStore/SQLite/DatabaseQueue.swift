@@ -143,6 +143,17 @@ private final class Outcome<T>: @unchecked Sendable {
 }
 
 /// One thread running closures in the order they were submitted.
+/// A job that lets go of its closure once it has run.
+private final class JobBox: @unchecked Sendable {
+  // @unchecked: set on the caller's thread before `submit`, then touched on the worker only.
+  private var job: (() -> Void)?
+  init(_ job: @escaping () -> Void) { self.job = job }
+  func runOnce() {
+    job?()
+    job = nil
+  }
+}
+
 private final class Worker: @unchecked Sendable {
   // @unchecked: `jobs` and `stopped` are reached only under `condition`'s lock.
   private let condition = NSCondition()
@@ -174,11 +185,16 @@ private final class Worker: @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Runs `job` on the thread and returns when it has run.
+  /// Runs `job` on the thread and returns when it has run, and when the thread holds
+  /// no reference to it any more: `inDatabase` passes a closure that only
+  /// `withoutActuallyEscaping` let escape, and the runtime traps ("non-escaping closure
+  /// has escaped") if it outlives that call. The loop keeps the submitted closure in its
+  /// batch after running it, so the job is dropped from its box before `done` is signalled.
   func runAndWait(_ job: @escaping () -> Void) {
     let done = DispatchSemaphore(value: 0)
+    let box = JobBox(job)
     submit {
-      job()
+      box.runOnce()
       done.signal()
     }
     done.wait()
