@@ -7,7 +7,8 @@
 // Input: byte 0 picks the mode (0: a socket text frame; 1: a POST answer, byte 1 the
 // status (a common one, or 516 to 610), then `name: value` header lines, a blank line and the body; 2: a sync page or
 // a profile list as the body of a 200).
-// Invariants: nothing traps; a POST answer is sorted as docs/protocol.md says (401 is
+// Invariants: nothing traps; the fast readers of status events and batch answers accept
+// only what JSONDecoder reads the same way; a POST answer is sorted as docs/protocol.md says (401 is
 // unauthorized, 429/5xx/408 retryable with Retry-After within 0…3600 s, 201 accepted
 // only with the message it carries); what decodes is stored or refused, never a trap.
 
@@ -64,6 +65,14 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   case 0:
     let text = String(decoding: bytes[1...], as: UTF8.self)
     _ = RelayEvent.parse(text)
+    // The fast readers accept only what JSONDecoder reads the same way.
+    if let plain = ServerEvent.parsePlainStatusUpdate(text) {
+      require(plain == (try? WireJSON.decode(ServerEvent.self, from: text)), "parsePlainStatusUpdate: \(text)")
+    }
+    if let plain = MessageBatchAnswer.parsePlain(Array(bytes[1...])) {
+      require(
+        plain == (try? WireJSON.decode(MessageBatchAnswer.self, from: Array(bytes[1...]))), "batch parsePlain: \(text)")
+    }
     wait { await engine.handle(text) }
   case 1:
     let statuses = [200, 201, 400, 401, 403, 404, 405, 408, 409, 413, 429, 500, 503]

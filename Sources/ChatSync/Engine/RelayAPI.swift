@@ -72,7 +72,9 @@ struct RelayAPI: Sendable {
       let whole = reply.status == 201 ? .retryable("HTTP 201 to a batch", retryAfter: nil) : outcome(of: reply)
       return Array(repeating: whole, count: requestIDs.count)
     }
-    guard let answer = try? WireJSON.decode(MessageBatchAnswer.self, from: reply.body),
+    guard
+      let answer = MessageBatchAnswer.parsePlain(reply.body)
+        ?? (try? WireJSON.decode(MessageBatchAnswer.self, from: reply.body)),
       answer.results.map(\.fromMessageRequestId) == requestIDs
     else {
       return Array(

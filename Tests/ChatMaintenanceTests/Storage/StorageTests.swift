@@ -399,10 +399,10 @@ import Testing
     #expect(result.targetReached == true)
     #expect(after <= target)
     // The plan is executed as planned, so it lands where the estimate (with a page of
-    // slack per cut) says: a few pages under the target, not one. (The search index's
-    // final merge packs its pages a little tighter than the estimate: 16.04 pages under
-    // on this history since evict merges the deletion markers as it goes.)
-    #expect(target - after <= 24 * pageSize)
+    // slack per cut, and 2% of the search index's bytes for the way its merges pack)
+    // says: some pages under the target, not the whole index's worth. (On a quiet
+    // machine: 16 pages under without the search index's slack, about 36 with it.)
+    #expect(target - after <= 64 * pageSize)
     #expect(result.fileSizeAfter == after)
     #expect(try Self.outbox(db) == outbox)
     // The oldest went: every message left is newer than every message deleted.

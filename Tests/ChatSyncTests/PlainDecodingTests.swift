@@ -1,0 +1,75 @@
+import ChatProtocol
+import Foundation
+import Testing
+
+@testable import ChatSync
+
+/// The client's fast readers of batch answers and status events agree with
+/// `JSONDecoder` on every value they accept, and leave everything else to it.
+@Suite struct PlainDecodingTests {
+  static let messages = [
+    RelayMessage(
+      messageId: 14_319_891_952_959_488, fromUserId: 1, toUserId: 2, content: "plain",
+      createdAt: "2026-12-03T23:36:50.708Z",
+      fromDeviceId: 1, requestId: 7, previousId: 0),
+    RelayMessage(
+      messageId: 2, fromUserId: 1, toUserId: 2, content: "quote \" backslash \\ newline \n tab \t nul \u{0} é 👋 ‮",
+      status: "DELIVERED", createdAt: "2026-01-01T00:00:00.000Z"),
+    RelayMessage(messageId: 3, fromUserId: 9, toUserId: 1, content: "", createdAt: "x", requestId: 1),
+  ]
+
+  @Test func batchAnswersReadAsJSONDecoderReadsThem() throws {
+    let answer = MessageBatchAnswer(
+      results: Self.messages.enumerated().map {
+        MessageBatchResult(
+          fromMessageRequestId: Int64($0.offset + 1), message: $0.element, replayed: $0.offset == 1, error: nil)
+      })
+    let bytes = WireJSON.encode(answer)
+    let plain = try #require(MessageBatchAnswer.parsePlain(bytes))
+    #expect(plain == (try WireJSON.decode(MessageBatchAnswer.self, from: bytes)))
+    #expect(plain == answer)
+    // Spaces and nulls for the optional fields read the same too.
+    let spaced = Array(
+      #"{ "results" : [ { "replayed" : null , "message" : {"messageId": 5, "fromUserId": 1, "toUserId": 2, "content": "a", "createdAt": "t", "status": null, "previousId": null}, "fromMessageRequestId": 4 } ] }"#
+        .utf8)
+    let loose = try #require(MessageBatchAnswer.parsePlain(spaced))
+    #expect(loose == (try WireJSON.decode(MessageBatchAnswer.self, from: spaced)))
+  }
+
+  @Test(arguments: [
+    #"{"results":[{"error":{"code":"not_found","message":"m"},"fromMessageRequestId":1}]}"#,  // an error result
+    #"{"results":[],"extra":1}"#,  // an unknown key
+    #"{"results":[{"fromMessageRequestId":1.5,"message":{"content":"a","createdAt":"t","fromUserId":1,"messageId":1,"toUserId":2}}]}"#,
+    #"{"results":[{"fromMessageRequestId":1,"message":{"content":"\ud800","createdAt":"t","fromUserId":1,"messageId":1,"toUserId":2}}]}"#,
+    #"{"results":[]} x"#, "[]", "",
+  ])
+  func anythingElseIsLeftToJSONDecoder(_ text: String) {
+    #expect(MessageBatchAnswer.parsePlain(Array(text.utf8)) == nil)
+  }
+
+  @Test func statusEventsReadAsJSONDecoderReadsThem() throws {
+    for kind in StatusUpdate.Kind.allCases {
+      for type in [kind, nil] {
+        let update = StatusUpdate(
+          sequence: 42, type: type, messageId: 9, conversationId: 2, at: "2026-01-01T00:00:00.000Z")
+        let event: ServerEvent =
+          switch kind {
+          case .messageDelivered: .messageDelivered(update)
+          case .messageRead: .messageRead(update)
+          case .conversationRead: .conversationRead(update)
+          }
+        let text = WireJSON.string(event)
+        let plain = try #require(ServerEvent.parsePlainStatusUpdate(text))
+        #expect(plain == (try WireJSON.decode(ServerEvent.self, from: text)))
+        #expect(plain == event)
+      }
+    }
+    for other in [
+      WireJSON.string(ServerEvent.newMessage(Self.messages[0])),
+      WireJSON.string(ServerEvent.deliveryAcknowledged(MessageIDs(messageIds: [1]))),
+      #"{"payload":{"at":"t","conversationId":2,"messageId":9,"sequence":1},"type":"message_edited"}"#,
+    ] {
+      #expect(ServerEvent.parsePlainStatusUpdate(other) == nil, "\(other)")
+    }
+  }
+}
