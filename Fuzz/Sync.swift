@@ -7,7 +7,7 @@
 // Input: byte 0 picks the mode (0: a socket text frame; 1: a POST answer, byte 1 the
 // status (a common one, or 516 to 610), then `name: value` header lines, a blank line and the body; 2: a sync page or
 // a profile list as the body of a 200).
-// Invariants: nothing traps; the fast readers of status events and batch answers accept
+// Invariants: nothing traps; the fast readers of per-message events and batch answers accept
 // only what JSONDecoder reads the same way; a POST answer is sorted as docs/protocol.md says (401 is
 // unauthorized, 429/5xx/408 retryable with Retry-After within 0…3600 s, 201 accepted
 // only with the message it carries); what decodes is stored or refused, never a trap.
@@ -66,8 +66,8 @@ public func fuzzSync(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: bytes[1...], as: UTF8.self)
     _ = RelayEvent.parse(text)
     // The fast readers accept only what JSONDecoder reads the same way.
-    if let plain = ServerEvent.parsePlainStatusUpdate(text) {
-      require(plain == (try? WireJSON.decode(ServerEvent.self, from: text)), "parsePlainStatusUpdate: \(text)")
+    if let plain = ServerEvent.parsePlain(text) {
+      require(plain == (try? WireJSON.decode(ServerEvent.self, from: text)), "parsePlain: \(text)")
     }
     if let plain = MessageBatchAnswer.parsePlain(Array(bytes[1...])) {
       require(

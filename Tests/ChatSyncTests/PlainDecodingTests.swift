@@ -47,7 +47,7 @@ import Testing
     #expect(MessageBatchAnswer.parsePlain(Array(text.utf8)) == nil)
   }
 
-  @Test func statusEventsReadAsJSONDecoderReadsThem() throws {
+  @Test func perMessageEventsReadAsJSONDecoderReadsThem() throws {
     for kind in StatusUpdate.Kind.allCases {
       for type in [kind, nil] {
         let update = StatusUpdate(
@@ -59,17 +59,22 @@ import Testing
           case .conversationRead: .conversationRead(update)
           }
         let text = WireJSON.string(event)
-        let plain = try #require(ServerEvent.parsePlainStatusUpdate(text))
+        let plain = try #require(ServerEvent.parsePlain(text))
         #expect(plain == (try WireJSON.decode(ServerEvent.self, from: text)))
         #expect(plain == event)
       }
     }
+    for message in Self.messages {
+      let text = WireJSON.string(ServerEvent.newMessage(message))
+      let plain = try #require(ServerEvent.parsePlain(text))
+      #expect(plain == (try WireJSON.decode(ServerEvent.self, from: text)))
+    }
     for other in [
-      WireJSON.string(ServerEvent.newMessage(Self.messages[0])),
       WireJSON.string(ServerEvent.deliveryAcknowledged(MessageIDs(messageIds: [1]))),
+      #"{"payload":{"at":"t","conversationId":2,"messageId":9,"sequence":1},"type":"new_message"}"#,
       #"{"payload":{"at":"t","conversationId":2,"messageId":9,"sequence":1},"type":"message_edited"}"#,
     ] {
-      #expect(ServerEvent.parsePlainStatusUpdate(other) == nil, "\(other)")
+      #expect(ServerEvent.parsePlain(other) == nil, "\(other)")
     }
   }
 }

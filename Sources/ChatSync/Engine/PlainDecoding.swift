@@ -115,29 +115,39 @@ extension RelayMessage {
 }
 
 extension ServerEvent {
-  /// `message_delivered`, `message_read` and `conversation_read`, the events a sender
-  /// gets one per message; nil for every other event.
-  static func parsePlainStatusUpdate(_ text: String) -> Self? {
+  /// `new_message`, `message_delivered`, `message_read` and `conversation_read`, the
+  /// events that come one per message; nil for every other event.
+  static func parsePlain(_ text: String) -> Self? {
     var text = text
     return text.withUTF8 { buffer in
       var cursor = PlainJSONCursor(bytes: buffer)
-      var type: StatusUpdate.Kind?
+      var type: String?
       var update: StatusUpdate?
+      var message: RelayMessage?
       let read = cursor.object { key, cursor in
         if PlainJSONCursor.matches(key, "type") {
-          type = cursor.string().flatMap(StatusUpdate.Kind.init(rawValue:))
+          type = cursor.string()
           return type != nil
         } else if PlainJSONCursor.matches(key, "payload") {
-          update = StatusUpdate.parsePlain(&cursor)
-          return update != nil
+          // The payload comes first (keys in order): read as either shape, the type decides.
+          var asUpdate = cursor
+          if let parsed = StatusUpdate.parsePlain(&asUpdate) {
+            update = parsed
+            cursor = asUpdate
+            return true
+          }
+          message = RelayMessage.parsePlain(&cursor)
+          return message != nil
         }
         return false
       }
-      guard read, cursor.atEnd, let type, let update else { return nil }
-      return switch type {
-      case .messageDelivered: .messageDelivered(update)
-      case .messageRead: .messageRead(update)
-      case .conversationRead: .conversationRead(update)
+      guard read, cursor.atEnd, let type else { return nil }
+      switch (StatusUpdate.Kind(rawValue: type), update, message) {
+      case (.messageDelivered?, let update?, nil): return .messageDelivered(update)
+      case (.messageRead?, let update?, nil): return .messageRead(update)
+      case (.conversationRead?, let update?, nil): return .conversationRead(update)
+      case (nil, nil, let message?) where type == "new_message": return .newMessage(message)
+      default: return nil
       }
     }
   }

@@ -21,7 +21,7 @@ enum RelayEvent: Sendable, Equatable {
   /// Parses one text frame; nil when it is not an event at all, or a known event whose
   /// payload does not decode.
   static func parse(_ text: String) -> RelayEvent? {
-    guard let event = ServerEvent.parsePlainStatusUpdate(text) ?? (try? WireJSON.decode(ServerEvent.self, from: text))
+    guard let event = ServerEvent.parsePlain(text) ?? (try? WireJSON.decode(ServerEvent.self, from: text))
     else { return nil }
     return switch event {
     case .newMessage(let message): .newMessage(message)
