@@ -53,6 +53,17 @@ import Testing
       #expect(
         plain.status == 0 && plain.stdout.hasPrefix(#"{"error":{"code":"bad_request""#)
           && plain.stdout.contains("https://") && plain.stdout.hasSuffix("400"), "\(plain.status) \(plain.stdout)")
+      // Garbage sent inside TLS gets the relay's 400 inside TLS (openssl s_client).
+      let inside = try tool(
+        "/bin/sh",
+        [
+          "-c",
+          #"printf 'garbage\r\n\r\n' | /usr/bin/openssl s_client -quiet -connect "127.0.0.1:$0" 2>/dev/null"#,
+          String(relay.port),
+        ], seconds: 20)
+      #expect(
+        inside.stdout.hasPrefix("HTTP/1.1 400 Bad Request") && inside.stdout.contains("not an HTTP/1.1 request"),
+        "\(inside.stdout)")
       // A TLS client still gets TLS after that.
       let again = try tool("/usr/bin/curl", ["-sS", "-m", "10", "--cacert", certificates.ca, relay.url + "/v2/health"])
       #expect(again.status == 0 && again.stdout.contains(#""ok":true"#), "\(again.status) \(again.stdout)")

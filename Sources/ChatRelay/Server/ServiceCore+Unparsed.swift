@@ -33,12 +33,15 @@ extension ServiceCore {
   /// Writes the raw connection's 400; -1 closes it.
   func rawWritable(_ wsi: OpaquePointer) -> Int32 {
     let connection = connection(wsi)
-    let response = tls ? Self.plainOnTLSPort : Self.notHTTP
+    // On the TLS port lws drops TLS from a connection that did not start with a hello;
+    // one that did (garbage sent inside TLS) is answered inside it, as any other.
+    let plainOnTLSPort = tls && lws_is_ssl(wsi) == 0
+    let response = plainOnTLSPort ? Self.plainOnTLSPort : Self.notHTTP
     let pre = Int(chat_lws_pre)
     var buffer = [UInt8](repeating: 0, count: pre) + Self.rawHead(response) + response.body
     let count = buffer.count - pre
     _ = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_HTTP) }
-    handlers.log("http \(connection.id): \(tls ? "plain HTTP to the TLS port" : "not an HTTP request") 400")
+    handlers.log("http \(connection.id): \(plainOnTLSPort ? "plain HTTP to the TLS port" : "not an HTTP request") 400")
     return -1
   }
 
