@@ -7,19 +7,22 @@ import LWSSupport
 ///
 /// Sent over libwebsockets' HTTP client (LWSSupport's client context, whose one service
 /// thread starts with the first notice), not URLSession, which architecture.md keeps off
-/// Linux. `http://` only: the client speaks no TLS.
+/// Linux. An `https://` receiver's certificate is checked as `chat-sync` checks the
+/// relay's: against the system's CAs, or only those of `caFile`.
 struct PushWebhook: Sendable {
   /// The longest a notice may take; then its connection is dropped.
   static let timeoutSeconds: TimeInterval = 10
 
   private let target: SocketTarget
 
-  /// Refuses a URL that is not `http://` with a host.
-  init(url: URL) throws(TransportError) {
-    guard url.scheme?.lowercased() == "http" else {
-      throw TransportError("--push-webhook \(url.absoluteString): only http:// URLs are supported")
+  /// Refuses a URL that is not `http://` or `https://` with a host. An `https://` one
+  /// turns TLS on for this process's client connections (`ClientTLS`), before the first.
+  init(url: URL, caFile: String? = nil) throws(TransportError) {
+    guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+      throw TransportError("--push-webhook \(url.absoluteString): expected an http:// or https:// URL")
     }
     target = try SocketTarget(url: url)
+    if target.tls { ClientTLS.enable(caFile: caFile) }
   }
 
   /// POSTs `notice` as JSON and returns at once. Fire and forget, as the push it stands
@@ -34,7 +37,7 @@ struct PushWebhook: Sendable {
         return try await core.exchange(
           ExchangeRequest(
             method: "POST", address: address, port: target.port, path: target.path, hostHeader: target.hostHeader,
-            authorization: nil, body: body, name: "POST \(target.text)"))
+            authorization: nil, body: body, name: "POST \(target.text)", tls: target.tls))
       }
     }
   }

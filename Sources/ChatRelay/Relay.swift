@@ -52,10 +52,12 @@ public final class Relay: @unchecked Sendable {
     var group: Int?
   }
 
-  /// Opens (or creates) the relay's database. A `pushWebhook` that is not an `http://`
-  /// URL is refused (the relay's HTTP client speaks no TLS).
+  /// Opens (or creates) the relay's database. A `pushWebhook` that is not an `http://` or
+  /// `https://` URL is refused; an `https://` one is checked against the system's CAs, or
+  /// only `pushWebhookCAFile`'s.
   public init(
-    databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, idempotencyDays: Int = 7,
+    databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, pushWebhookCAFile: String? = nil,
+    idempotencyDays: Int = 7,
     retention: Retention = .days(30),
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
   ) throws {
@@ -63,7 +65,7 @@ public final class Relay: @unchecked Sendable {
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
     self.retention = retention
-    self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0) }
+    self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0, caFile: pushWebhookCAFile) }
     self.now = now
   }
 

@@ -31,6 +31,7 @@ enum ServeCommand: ParsableCommand {
     var faults: String?
     var faultsSeed: UInt64
     var pushWebhook: URL?
+    var pushWebhookCAFile: String?
     var idempotencyDays: Int
     var retentionDays: Int
     var pingSeconds: Int
@@ -63,10 +64,14 @@ enum ServeCommand: ParsableCommand {
         "--push-webhook", valueName: "url", help: "Also POST each push notification (ids only) to this URL."
       ) { text -> URL? in
         guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
-          throw InvalidValue("expected an http:// URL")
+          throw InvalidValue("expected an http:// or https:// URL")
         }
         return url
       }
+      pushWebhookCAFile = o.option(
+        "--push-webhook-ca-file", valueName: "file",
+        help: "Trust only this file's CAs (PEM) for an https:// --push-webhook (default: the system's).",
+        parse: Parse.path)
       idempotencyDays =
         o.option(
           "--idempotency-days", valueName: "n",
@@ -98,6 +103,9 @@ enum ServeCommand: ParsableCommand {
     }
 
     func validate() throws {
+      if pushWebhookCAFile != nil && pushWebhook?.scheme?.lowercased() != "https" {
+        throw ValidationError("'--push-webhook-ca-file <file>' goes with an https:// '--push-webhook <url>'")
+      }
       guard (tlsCertificate == nil) == (tlsKey == nil) else {
         throw ValidationError("'--tls-cert <file>' and '--tls-key <file>' go together")
       }
@@ -131,9 +139,15 @@ enum ServeCommand: ParsableCommand {
   static func run(_ options: Options, in context: CommandContext) throws {
     if !options.create { try options.database.requireExisting() }
     Heap.keepFreedMemoryForReuse()
+    if let ca = options.pushWebhookCAFile, access(ca, R_OK) != 0 {
+      throw StoreError(
+        errno == ENOENT ? .notFound : .permission, "\(ca): cannot read it (\(String(cString: strerror(errno))))",
+        path: ca)
+    }
     let faults = try options.faults.map { try Faults.parse($0, seed: options.faultsSeed) } ?? Faults()
     let relay = try Relay(
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
+      pushWebhookCAFile: options.pushWebhookCAFile,
       idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays))
     let log = context.stderr
     let tls = try options.tls()

@@ -51,7 +51,7 @@ import Testing
   @Test func aWebhookThatIsNotHTTPIsRefused() throws {
     let folder = try Folder()
     #expect(throws: (any Error).self) {
-      _ = try Relay(databasePath: folder.path + "/relay.db", pushWebhook: URL(string: "https://example.com/push"))
+      _ = try Relay(databasePath: folder.path + "/relay.db", pushWebhook: URL(string: "ftp://example.com/push"))
     }
   }
 }

@@ -93,6 +93,62 @@ import Testing
     }
   }
 
+  /// `serve --push-webhook https://… --push-webhook-ca-file`: the notice reaches a receiver
+  /// served over TLS (Python's `http.server` with the test CA's certificate), checked
+  /// against that CA; a CA file without an https:// webhook is a usage error.
+  @Test func anHTTPSWebhookGetsTheNoticeOverTLS() async throws {
+    try await withDataFolder { folder in
+      let certificates = try TestCertificates(folder: folder + "/tls")
+      let script = """
+        import http.server, json, re, ssl, subprocess, sys, threading, time, urllib.request
+        relay, folder, ca, cert, key = sys.argv[1:6]
+        got = []
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                got.append((self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(204); self.end_headers()
+            def log_message(self, *args): pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        db = folder + "/relay.db"
+        ada = subprocess.run([relay, "user", "add", "--db", db, "--id", "1", "--name", "Ada"], capture_output=True, text=True).stdout.split()[-1]
+        subprocess.run([relay, "user", "add", "--db", db, "--id", "2", "--name", "Bob"], capture_output=True)
+        hook = "https://localhost:%d/push" % server.server_address[1]
+        serve = subprocess.Popen([relay, "serve", "--db", db, "--port", "0", "--push-webhook", hook,
+                                  "--push-webhook-ca-file", ca], stderr=subprocess.PIPE, text=True)
+        port = int(re.search(r"127.0.0.1:([0-9]+)", serve.stderr.readline()).group(1))
+        body = json.dumps({"requestId": 1, "toUserId": 2, "content": "secret"}).encode()
+        request = urllib.request.Request("http://127.0.0.1:%d/v2/messages" % port, data=body, method="POST",
+                                         headers={"Authorization": "Bearer " + ada, "Content-Type": "application/json"})
+        print("POST", urllib.request.urlopen(request).status)
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline: time.sleep(0.05)
+        serve.terminate(); serve.wait()
+        print("PUSH", got[0][0], json.loads(got[0][1]) if got else None)
+        """
+      let python = try tool(
+        "/usr/bin/python3",
+        [
+          "-c", script, products.appendingPathComponent("chat-relay").path, folder, certificates.ca,
+          certificates.server.certificate, certificates.server.key,
+        ], seconds: 60)
+      #expect(python.status == 0, "\(python.stderr)")
+      #expect(
+        python.stdout.contains("POST 201") && python.stdout.contains("PUSH /push {'fromUserId': 1,")
+          && python.stdout.contains("'toUserId': 2")
+          && !python.stdout.contains("secret"), "\(python.stdout)")
+      let plain = try tool(
+        "chat-relay",
+        [
+          "serve", "--db", folder + "/relay.db", "--port", "0", "--push-webhook", "http://127.0.0.1:9/push",
+          "--push-webhook-ca-file", certificates.ca,
+        ])
+      #expect(plain.status == 64 && plain.stderr.contains("https://"), "\(plain.stderr)")
+    }
+  }
+
   /// A certificate that does not verify: its reason as OpenSSL gives it.
   enum Refusal: String, CaseIterable, CustomTestStringConvertible {
     case unknownAuthority = "unable to get local issuer certificate"
