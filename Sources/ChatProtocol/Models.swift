@@ -177,8 +177,12 @@ public struct ContactStatus: Sendable, Hashable, Codable {
   public var lastSeenAt: String?
   /// Whether the contact is typing to the receiver (not stored by the relay).
   public var typing: Bool?
-  /// How long the typing signal holds unless renewed (5,000 ms).
+  /// How long the typing signal holds unless renewed (``typingWindowMilliseconds``).
   public var typingExpiresInMs: Int64?
+
+  /// How long a typing signal holds at the contact unless renewed: the relay's
+  /// `typingExpiresInMs`, and the time `chat-sync typing` holds a socket of its own.
+  public static let typingWindowMilliseconds: Int64 = 5_000
 
   /// A status.
   public init(userId: Int64, online: Bool, lastSeenAt: String?, typing: Bool?, typingExpiresInMs: Int64?) {

@@ -28,8 +28,6 @@ public final class Relay: @unchecked Sendable {
   let retention: Retention
   /// When the retention window was last swept (see ``sweepIfDue(now:)``).
   private var lastSweep: Int64 = .min
-  /// How long a typing signal holds without a new one (clients hide it after this).
-  static let typingExpiresMilliseconds: Int64 = 5_000
   private weak var server: RelayServer?
   /// Open sockets and their users' devices.
   private var sockets: [SocketID: RelayCredential] = [:]
@@ -467,7 +465,7 @@ public final class Relay: @unchecked Sendable {
       ServerEvent.contactStatusUpdate(
         ContactStatus(
           userId: user, online: online || !(socketsOfUser[user]?.isEmpty ?? true), lastSeenAt: lastSeen,
-          typing: typing, typingExpiresInMs: typing ? Self.typingExpiresMilliseconds : 0)))
+          typing: typing, typingExpiresInMs: typing ? ContactStatus.typingWindowMilliseconds : 0)))
     let contacts = target.map { [$0] } ?? ((try? store.contacts(of: user)) ?? [])
     for contact in contacts {
       for socket in socketsOfUser[contact] ?? [] { send(event, to: socket) }

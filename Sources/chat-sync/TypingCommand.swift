@@ -43,7 +43,7 @@ enum TypingCommand: ParsableCommand {
         throw OnceFailure(status: .unavailable, message: "The relay could not be reached")
       }
       let event = WireJSON.string(ClientEvent.typing(TypingSignal(toUserId: options.to, typing: !options.stop)))
-      let hold: Duration = options.stop ? .milliseconds(500) : .milliseconds(Self.windowMilliseconds)
+      let hold: Duration = options.stop ? .milliseconds(500) : .milliseconds(ContactStatus.typingWindowMilliseconds)
       let outcome: Swift.Result<String?, any Error> = blocking {
         do {
           let socket = try await connector.connect()
@@ -68,11 +68,9 @@ enum TypingCommand: ParsableCommand {
     try options.file.report(
       context, Result(toUserId: options.to, typing: !options.stop, via: via),
       text: "Typing \(options.stop ? "stopped" : "shown") to user \(options.to) (via \(via)"
-        + (via == "chat-sync run" || options.stop ? ")." : ", held for \(Self.windowMilliseconds / 1000) s)."))
+        + (via == "chat-sync run" || options.stop
+          ? ")." : ", held for \(ContactStatus.typingWindowMilliseconds / 1000) s)."))
   }
-
-  /// How long a typing indicator lasts at the contact (the relay's `typingExpiresInMs`).
-  static let windowMilliseconds = 5_000
 
   /// The message of the first `error` event within `duration`, or nil.
   private static func firstError(on socket: any RelaySocket, within duration: Duration) async -> String? {

@@ -80,23 +80,21 @@ public enum ExportVerifier {
       head += chunk[0..<count]
     }
     source.unread(head)
-    let line = head.prefix { $0 != UInt8(ascii: "\n") }
+    return Array(head.prefix { $0 != UInt8(ascii: "\n") }).withUnsafeBufferPointer(header(inLine:))
+  }
+
+  /// The header `line` holds; nil when it is not a chatdb export's header line.
+  private static func header(inLine line: UnsafeBufferPointer<UInt8>) -> HistoryHeader? {
     let parser = RecordParser()
-    return Array(line).withUnsafeBufferPointer { line -> HistoryHeader? in
-      guard hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header else { return nil }
-      return try? parser.header()
-    }
+    guard hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header else { return nil }
+    return try? parser.header()
   }
 
   /// The header on line 1 of the file at `path`, reading nothing further; nil when the
   /// file is not a chatdb export. A header of a newer format version is refused.
   public static func header(path: String) throws -> HistoryHeader? {
     let lines = LineReader(source: try ByteSource.open(path: path))
-    let parser = RecordParser()
-    var header: HistoryHeader?
-    _ = try lines.nextLine { line in
-      if hasPrefix(line, #"{"type":"header""#), (try? parser.parse(line)) == .header { header = try? parser.header() }
-    }
+    let header = try lines.nextLine(header(inLine:)) ?? nil
     if let header, header.version > HistoryHeader.currentVersion {
       throw StoreError(
         .badInput,

@@ -142,7 +142,6 @@ private final class Outcome<T>: @unchecked Sendable {
   var value: Result<T, any Error>?
 }
 
-/// One thread running closures in the order they were submitted.
 /// A job that lets go of its closure once it has run.
 private final class JobBox: @unchecked Sendable {
   // @unchecked: set on the caller's thread before `submit`, then touched on the worker only.
@@ -154,6 +153,7 @@ private final class JobBox: @unchecked Sendable {
   }
 }
 
+/// One thread running closures in the order they were submitted.
 private final class Worker: @unchecked Sendable {
   // @unchecked: `jobs` and `stopped` are reached only under `condition`'s lock.
   private let condition = NSCondition()

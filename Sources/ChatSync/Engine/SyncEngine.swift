@@ -422,7 +422,8 @@ public actor SyncEngine {
     case .contactStatus(let status):
       presence[status.userId] = status
       if status.typing == true {
-        typingUntil[status.userId] = .now.advanced(by: .milliseconds(status.typingExpiresInMs ?? 5_000))
+        typingUntil[status.userId] = .now.advanced(
+          by: .milliseconds(status.typingExpiresInMs ?? ContactStatus.typingWindowMilliseconds))
       } else {
         typingUntil[status.userId] = nil
       }
