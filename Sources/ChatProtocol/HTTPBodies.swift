@@ -37,7 +37,8 @@ public struct MessagePostAnswer: Sendable, Hashable, Codable {
 }
 
 /// The body of `POST /v2/messages/batch`: several messages of one device, in the order
-/// they are to be stored (at most 100).
+/// they are to be stored (at most ``maximumMessages``, in a body of at most
+/// ``maximumBodyBytes``).
 ///
 /// `{"messages": [{"requestId": 7, "toUserId": 2, "content": "Hi"}, {"requestId": 8, "toUserId": 2, "content": "there"}]}`
 public struct MessageBatchPost: Sendable, Hashable, Codable {
@@ -52,6 +53,23 @@ public struct MessageBatchPost: Sendable, Hashable, Codable {
   public init(messages: [MessagePost], after: Int64? = nil) {
     self.messages = messages
     self.after = after
+  }
+
+  /// The most messages a batch takes.
+  public static let maximumMessages = 500
+  /// The largest request body the relay reads (any request); a larger one gets `413`.
+  public static let maximumBodyBytes = 1 << 20
+
+  /// At least the bytes `message` adds to a batch's body: its fields, the separators,
+  /// and its text with every byte JSON may escape counted as escaped (a control character
+  /// as `\u001f`, a quote or backslash with its backslash). A sender that keeps the sum
+  /// under ``maximumBodyBytes`` never gets `413`: 64 KiB of the worst text is 384 KiB.
+  public static func bytesBound(of message: MessagePost) -> Int {
+    var bytes = 160 + (message.createdAt?.utf8.count ?? 0)
+    for byte in message.content.utf8 {
+      bytes += byte < 0x20 ? 6 : byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") ? 2 : 1
+    }
+    return bytes
   }
 }
 

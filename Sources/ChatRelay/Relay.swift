@@ -236,7 +236,7 @@ public final class Relay: @unchecked Sendable {
   }
 
   /// The most messages `POST /v2/messages/batch` takes.
-  static let maximumBatch = 100
+  static let maximumBatch = MessageBatchPost.maximumMessages
 
   /// `POST /v2/messages/batch`: each message as its own `POST /v2/messages` would be, in
   /// order, each answered in `results` (a refused one with its error, the others stored).

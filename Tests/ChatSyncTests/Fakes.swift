@@ -88,7 +88,7 @@ final class ScriptedRelay: Sendable {
         return (state.nextID, false)
       }
       return (
-        #"{"messageId":\#(id),"fromUserId":1,"toUserId":\#(post.toUserId),"content":"\#(post.content)","status":"SYNCED","createdAt":"\#(post.createdAt)"}"#,
+        #"{"messageId":\#(id),"fromUserId":1,"toUserId":\#(post.toUserId),"content":\#(String(decoding: try! JSONEncoder().encode(post.content), as: UTF8.self)),"status":"SYNCED","createdAt":"\#(post.createdAt)"}"#,
         replayed
       )
     }

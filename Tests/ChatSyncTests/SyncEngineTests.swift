@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Foundation
 import Testing
@@ -131,6 +132,32 @@ import Testing
           == (1...25).filter { $0 != 7 }.map { "to bob \($0)" })
       let metrics = await engine.metrics
       #expect(metrics.sent == 24 && metrics.rejected == 1 && metrics.failedAttempts == 10)
+    }
+  }
+
+  /// Long messages go in fewer a batch: a body over the relay's limit gets 413, which
+  /// would fail every message of it for good, so none is sent.
+  @Test func aBacklogOfLongMessagesFitsTheRelaysBodyLimit() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      // Every byte escaped in JSON: 64 KiB of text is 128 KiB on the wire.
+      let long = String(repeating: #""\"#, count: 32_000)
+      for n in 1...30 { _ = try repository.send(to: 2, content: "\(n) \(long)") }
+      let inner = ScriptedRelay()
+      let relay = ScriptedRelay { _, call in
+        (call.body?.count ?? 0) > MessageBatchPost.maximumBodyBytes ? HTTPReply(status: 413) : inner.answer(call)
+      }
+      var options = SyncEngine.Options.test
+      options.batchSize = 300
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: options)
+      #expect(await engine.runOnce(deadline: 30) == .done)
+      let sizes = relay.posts.map { $0.body?.count ?? 0 }
+      #expect(sizes.count >= 4 && sizes.allSatisfy { $0 <= MessageBatchPost.maximumBodyBytes }, "\(sizes)")
+      let check = try ChatRepository.open(user: 1, in: folder)
+      let stored = try check.timeline(conversation: 2).items.compactMap {
+        if case .message(let m) = $0 { m.content.split(separator: " ").first.map(String.init) } else { nil }
+      }
+      #expect(stored == (1...30).map(String.init))
     }
   }
 

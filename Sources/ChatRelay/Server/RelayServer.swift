@@ -1,4 +1,5 @@
 import CWebSockets
+import ChatProtocol
 import ChatStore
 
 /// An HTTP + WebSocket server on one port, built on libwebsockets' event loop.
@@ -63,7 +64,7 @@ public final class RelayServer: @unchecked Sendable {
   }
 
   /// The largest request body accepted; a larger one gets 413.
-  public static let maximumBodySize = 1 << 20
+  public static let maximumBodySize = MessageBatchPost.maximumBodyBytes
   /// The `WWW-Authenticate` challenge of every 401 (RFC 6750).
   public static let bearerChallenge = #"Bearer realm="chat-relay""#
   /// Seconds a client has to send a request's head once connected (lws's

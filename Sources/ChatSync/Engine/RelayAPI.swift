@@ -26,9 +26,7 @@ struct RelayAPI: Sendable {
   }
 
   func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
-    let body = MessagePost(
-      requestId: request.requestID, toUserId: request.toUserID, content: request.content,
-      createdAt: request.createdAt)
+    let body = Self.post(request)
     let reply: HTTPReply
     do {
       reply = try await http.send(
@@ -45,10 +43,7 @@ struct RelayAPI: Sendable {
   /// order; one outcome per request, in the same order (the whole batch's when it failed
   /// as a whole).
   func post(batch requests: [MessageRequest], after: Int64? = nil, timeout: Double) async -> [PostOutcome] {
-    let body = MessageBatchPost(
-      messages: requests.map {
-        MessagePost(requestId: $0.requestID, toUserId: $0.toUserID, content: $0.content, createdAt: $0.createdAt)
-      }, after: after)
+    let body = MessageBatchPost(messages: requests.map(Self.post), after: after)
     let reply: HTTPReply
     do {
       reply = try await http.send(
@@ -59,6 +54,27 @@ struct RelayAPI: Sendable {
       return Array(repeating: .retryable("\(error)", retryAfter: nil), count: requests.count)
     }
     return Self.outcomes(of: reply, for: requests.map(\.requestID))
+  }
+
+  /// A request as the relay takes it.
+  static func post(_ request: MessageRequest) -> MessagePost {
+    MessagePost(
+      requestId: request.requestID, toUserId: request.toUserID, content: request.content, createdAt: request.createdAt)
+  }
+
+  /// How many of `requests`, from the first, one batch takes: at most
+  /// ``MessageBatchPost/maximumMessages``, in a body under
+  /// ``MessageBatchPost/maximumBodyBytes`` (a larger one gets `413`, which would fail
+  /// every message of it); always at least one, as one message always fits.
+  static func batchPrefix(_ requests: some Collection<MessageRequest>) -> Int {
+    var count = 0
+    var bytes = 64
+    for request in requests.prefix(MessageBatchPost.maximumMessages) {
+      bytes += MessageBatchPost.bytesBound(of: post(request))
+      if count > 0 && bytes > MessageBatchPost.maximumBodyBytes { break }
+      count += 1
+    }
+    return count
   }
 
   /// Sorts an answer to a batch (separate so the unit tests can feed it every case).

@@ -41,8 +41,11 @@ public actor SyncEngine {
     /// Messages per sync page.
     public var pageSize = 500
     /// Queued messages of one conversation sent in one request (`POST /v2/messages/batch`):
-    /// the conversation's head and those due behind it, in order.
-    public var batchSize = 100
+    /// the conversation's head and those due behind it, in order, in a body the relay
+    /// takes (``RelayAPI/batchPrefix(_:)``). 300 drained a backlog of 2,000 at 4,608
+    /// messages/s against 3,487 with 100 (median of 5 paired runs, the sender's CPU a
+    /// message 100 µs against 155 µs; decision 0012).
+    public var batchSize = 300
     /// A uniform value in 0..<1 for the jitter (tests pin it).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
     /// How long a write to the file keeps being retried while another program (`chatdb
@@ -839,7 +842,9 @@ public actor SyncEngine {
     do {
       // One more than a batch: the extra one, if due, starts the next batch.
       var due = options.batchSize > 1 ? try repository.dueRequests(after: start, limit: options.batchSize + 1) : [start]
-      if due.count > options.batchSize { following = due.removeLast() }
+      let fits = RelayAPI.batchPrefix(due.prefix(options.batchSize))
+      if due.count > fits { following = due[fits] }
+      due.removeLast(due.count - fits)
       // The durable timeout: if this process dies now the requests are due again after it.
       let marked = try await patiently { [due] in
         try repository.markSent(due.map(\.requestID), replyTimeout: options.replyTimeout + 5)

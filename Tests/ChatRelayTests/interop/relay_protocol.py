@@ -222,7 +222,7 @@ async def main():
         status, _, again = http("POST", "/v2/messages/batch", token=ALICE, body=batch)
         assert [r.get("replayed") for r in again["results"]] == [True, None, True], again
         expect_error(http("POST", "/v2/messages/batch", token=ALICE, body={"messages": []}), 400, "bad_request")
-        too_many = {"messages": [{"requestId": 100 + i, "toUserId": 2, "content": "x"} for i in range(101)]}
+        too_many = {"messages": [{"requestId": 100 + i, "toUserId": 2, "content": "x"} for i in range(501)]}
         expect_error(http("POST", "/v2/messages/batch", token=ALICE, body=too_many), 400, "bad_request")
         # `after`: a batch is tried only once the named request of this device is on the relay.
         later = {"messages": [{"requestId": 30, "toUserId": 2, "content": "after b3"}]}
