@@ -15,6 +15,10 @@ public enum ServerEvent: Sendable, Hashable, Codable {
   case messageRead(StatusUpdate)
   /// `conversation_read`: this user read a conversation on one of their devices.
   case conversationRead(StatusUpdate)
+  /// `message_edited`: a message of this user's conversation has a new version.
+  case messageEdited(StatusUpdate)
+  /// `message_deleted`: a message of this user's conversation was deleted for everyone.
+  case messageDeleted(StatusUpdate)
   /// `contact_status_update`: a contact came online, went offline, or typed.
   case contactStatusUpdate(ContactStatus)
   /// `delivery_acknowledged`: the relay processed this socket's `delivery_ack`.
@@ -33,6 +37,8 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     case .messageDelivered: StatusUpdate.Kind.messageDelivered.rawValue
     case .messageRead: StatusUpdate.Kind.messageRead.rawValue
     case .conversationRead: StatusUpdate.Kind.conversationRead.rawValue
+    case .messageEdited: StatusUpdate.Kind.messageEdited.rawValue
+    case .messageDeleted: StatusUpdate.Kind.messageDeleted.rawValue
     case .contactStatusUpdate: "contact_status_update"
     case .deliveryAcknowledged: "delivery_acknowledged"
     case .readAcknowledged: "read_acknowledged"
@@ -51,6 +57,8 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     case StatusUpdate.Kind.messageDelivered.rawValue: self = .messageDelivered(try payload(StatusUpdate.self))
     case StatusUpdate.Kind.messageRead.rawValue: self = .messageRead(try payload(StatusUpdate.self))
     case StatusUpdate.Kind.conversationRead.rawValue: self = .conversationRead(try payload(StatusUpdate.self))
+    case StatusUpdate.Kind.messageEdited.rawValue: self = .messageEdited(try payload(StatusUpdate.self))
+    case StatusUpdate.Kind.messageDeleted.rawValue: self = .messageDeleted(try payload(StatusUpdate.self))
     case "contact_status_update": self = .contactStatusUpdate(try payload(ContactStatus.self))
     case "delivery_acknowledged": self = .deliveryAcknowledged(try payload(MessageIDs.self))
     case "read_acknowledged": self = .readAcknowledged(try payload(ReadMark.self))
@@ -65,7 +73,8 @@ public enum ServerEvent: Sendable, Hashable, Codable {
     try envelope.encode(type, forKey: .type)
     switch self {
     case .newMessage(let message): try envelope.encode(message, forKey: .payload)
-    case .messageDelivered(let update), .messageRead(let update), .conversationRead(let update):
+    case .messageDelivered(let update), .messageRead(let update), .conversationRead(let update),
+      .messageEdited(let update), .messageDeleted(let update):
       try envelope.encode(update, forKey: .payload)
     case .contactStatusUpdate(let status): try envelope.encode(status, forKey: .payload)
     case .deliveryAcknowledged(let ids): try envelope.encode(ids, forKey: .payload)

@@ -236,3 +236,46 @@ public struct PushNotice: Sendable, Hashable, Codable {
     self.unread = unread
   }
 }
+
+/// The body of `POST /v2/messages/{id}/edit`: the sender's new text for message `id`.
+///
+/// `{"requestId": 31, "content": "Hi, all"}`
+public struct MessageEditPost: Sendable, Hashable, Codable {
+  /// The sender's idempotency key (the same sequence as a new message's `requestId`).
+  public var requestId: Int64
+  /// The new text, 1 to 65,536 bytes of UTF-8.
+  public var content: String
+
+  /// An edit.
+  public init(requestId: Int64, content: String) {
+    self.requestId = requestId
+    self.content = content
+  }
+}
+
+/// The body of `POST /v2/messages/{id}/delete`: the sender deletes message `id` for everyone.
+///
+/// `{"requestId": 32}`
+public struct MessageDeletePost: Sendable, Hashable, Codable {
+  /// The sender's idempotency key.
+  public var requestId: Int64
+
+  /// A delete.
+  public init(requestId: Int64) { self.requestId = requestId }
+}
+
+/// The `200` answer to an edit or a delete: the update every device of both parties gets
+/// (`message_edited` or `message_deleted`, as the sender's side sees it), and whether this
+/// answer replays an earlier one (`Idempotent-Replayed` says it too).
+public struct MessageChangeAnswer: Sendable, Hashable, Codable {
+  public var fromMessageRequestId: Int64
+  public var update: StatusUpdate
+  public var replayed: Bool?
+
+  /// An answer.
+  public init(fromMessageRequestId: Int64, update: StatusUpdate, replayed: Bool?) {
+    self.fromMessageRequestId = fromMessageRequestId
+    self.update = update
+    self.replayed = replayed
+  }
+}

@@ -32,6 +32,12 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   /// cursor is that id moves its cursor to this message; any other sees a gap, which its
   /// next catch-up fills.
   public var previousId: Int64?
+  /// The version of `content`: absent (0) as sent, one more for each edit.
+  public var version: Int64?
+  /// When the edit that made `content` was made; absent for the text as sent.
+  public var editedAt: String?
+  /// When the sender deleted it for everyone: `content` is then "" (a tombstone).
+  public var deletedAt: String?
 
   /// The status the relay gives a message it has just accepted.
   public static let syncedStatus = "SYNCED"
@@ -39,7 +45,8 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   /// A message; the relay's status unless told otherwise.
   public init(
     messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
-    createdAt: String, fromDeviceId: Int64? = nil, requestId: Int64? = nil, previousId: Int64? = nil
+    createdAt: String, fromDeviceId: Int64? = nil, requestId: Int64? = nil, previousId: Int64? = nil,
+    version: Int64? = nil, editedAt: String? = nil, deletedAt: String? = nil
   ) {
     self.messageId = messageId
     self.fromUserId = fromUserId
@@ -50,10 +57,14 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     self.fromDeviceId = fromDeviceId
     self.requestId = requestId
     self.previousId = previousId
+    self.version = version
+    self.editedAt = editedAt
+    self.deletedAt = deletedAt
   }
 
   private enum CodingKeys: String, CodingKey {
-    case messageId, fromUserId, toUserId, content, status, createdAt, fromDeviceId, requestId, previousId
+    case messageId, fromUserId, toUserId, content, status, createdAt, fromDeviceId, requestId, previousId, version,
+      editedAt, deletedAt
   }
 
   /// Decodes a message; a missing `status` is `SYNCED`.
@@ -68,6 +79,9 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     fromDeviceId = try container.decodeIfPresent(Int64.self, forKey: .fromDeviceId)
     requestId = try container.decodeIfPresent(Int64.self, forKey: .requestId)
     previousId = try container.decodeIfPresent(Int64.self, forKey: .previousId)
+    version = try container.decodeIfPresent(Int64.self, forKey: .version)
+    editedAt = try container.decodeIfPresent(String.self, forKey: .editedAt)
+    deletedAt = try container.decodeIfPresent(String.self, forKey: .deletedAt)
   }
 }
 
@@ -127,6 +141,11 @@ public struct StatusUpdate: Sendable, Hashable, Codable {
     /// The caller read the conversation with `conversationId` up to `messageId` on one of
     /// their devices: every device of theirs counts those messages as read.
     case conversationRead = "conversation_read"
+    /// The sender edited `messageId` (in the conversation with `conversationId`): its text
+    /// is now `content`, version `version`, made at `at`.
+    case messageEdited = "message_edited"
+    /// The sender deleted `messageId` for everyone at `at`: every device erases its text.
+    case messageDeleted = "message_deleted"
   }
 
   /// The update's place in the caller's stream (the `lastSyncedUpdate` cursor).
@@ -140,18 +159,28 @@ public struct StatusUpdate: Sendable, Hashable, Codable {
   public var conversationId: Int64
   /// When the relay recorded it (ISO 8601 UTC with milliseconds).
   public var at: String
+  /// `message_edited`: the version the edit made.
+  public var version: Int64?
+  /// `message_edited`: the text of that version; absent once the message was deleted for
+  /// everyone (a `message_deleted` update follows it).
+  public var content: String?
 
   /// An update.
-  public init(sequence: Int64, type: Kind?, messageId: Int64, conversationId: Int64, at: String) {
+  public init(
+    sequence: Int64, type: Kind?, messageId: Int64, conversationId: Int64, at: String, version: Int64? = nil,
+    content: String? = nil
+  ) {
     self.sequence = sequence
     self.type = type
     self.messageId = messageId
     self.conversationId = conversationId
     self.at = at
+    self.version = version
+    self.content = content
   }
 
   private enum CodingKeys: String, CodingKey {
-    case sequence, type, messageId, conversationId, at
+    case sequence, type, messageId, conversationId, at, version, content
   }
 
   /// Decodes an update; an unknown `type` (a newer relay's) is nil rather than an error.
@@ -162,6 +191,8 @@ public struct StatusUpdate: Sendable, Hashable, Codable {
     messageId = try container.decode(Int64.self, forKey: .messageId)
     conversationId = try container.decode(Int64.self, forKey: .conversationId)
     at = try container.decode(String.self, forKey: .at)
+    version = try container.decodeIfPresent(Int64.self, forKey: .version)
+    content = try container.decodeIfPresent(String.self, forKey: .content)
   }
 }
 

@@ -26,6 +26,8 @@ public final class Relay: @unchecked Sendable {
   let idempotencyWindow: Int64
   /// How long messages stay in their parties' logs.
   let retention: Retention
+  /// How long after it was sent a message can be edited or deleted for everyone, in milliseconds.
+  let editWindow: Int64
   /// When the retention window was last swept (see ``sweepIfDue(now:)``).
   private var lastSweep: Int64 = .min
   private weak var server: RelayServer?
@@ -36,6 +38,9 @@ public final class Relay: @unchecked Sendable {
   private var effects: [HeldEffect] = []
   /// This turn's log lines, written together at its end.
   private var logLines: [String] = []
+  /// A delete for everyone was written this turn: once committed, the WAL (whose older
+  /// frames still hold the text) is checkpointed and truncated.
+  private var eraseAfterCommit = false
 
   /// An answer, event or webhook call that reports a change: it leaves only once the
   /// transaction (`group`) holding the change is committed, and never if it fails.
@@ -56,13 +61,14 @@ public final class Relay: @unchecked Sendable {
   public init(
     databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, pushWebhookCAFile: String? = nil,
     idempotencyDays: Int = 7,
-    retention: Retention = .days(30),
+    retention: Retention = .days(30), editWindowHours: Int = 48,
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
   ) throws {
     store = try RelayStore(path: databasePath)
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
     self.retention = retention
+    self.editWindow = Int64(editWindowHours) * 3_600_000
     self.pushWebhook = try pushWebhook.map { try PushWebhook(url: $0, caFile: pushWebhookCAFile) }
     self.now = now
   }
@@ -130,6 +136,10 @@ public final class Relay: @unchecked Sendable {
         if holds { notifyWebhook(message, unread: unread) }
       }
     }
+    if eraseAfterCommit {
+      eraseAfterCommit = false
+      if let error = store.truncateLog() { logLines.append("erase: \(error)") }
+    }
     closeSocketsOfRemovedDevices()
     if !logLines.isEmpty {
       log(logLines.joined(separator: "\n"))
@@ -178,6 +188,8 @@ public final class Relay: @unchecked Sendable {
         }
       case "/v2/users":
         return try only("GET", request) { try profiles(request.query["ids"], for: user) }
+      case let path where path.hasPrefix("/v2/messages/") && (path.hasSuffix("/edit") || path.hasSuffix("/delete")):
+        return try only("POST", request) { try changeMessage(request, path: path, from: owner) }
       case let path where path.hasPrefix("/v2/users/"):
         return try only("GET", request) { try profile(String(path.dropFirst("/v2/users/".count)), for: user) }
       default:
@@ -193,6 +205,8 @@ public final class Relay: @unchecked Sendable {
     switch error {
     case let error as APIError: error
     case let error as RequestIDConflict: .conflict(error.description)
+    case let error as ChangeRefused:
+      error.reason == .deleted ? .conflict(error.description) : .forbidden(error.description)
     case let error as StoreError: APIError(error)
     default: .internal("\(error)")
     }
@@ -290,6 +304,54 @@ public final class Relay: @unchecked Sendable {
     var answer = JSONObjectWriter()
     answer.raw("results", MessagesPage.array(results))
     var response = HTTPResponse.json(200, answer.closed)
+    if faults.fire(.dropResponse) { response.dropConnection = true }
+    return response
+  }
+
+  // MARK: POST /v2/messages/{id}/edit and /delete
+
+  /// An edit or a delete for everyone by the message's sender: `200` with the update both
+  /// parties get, and `message_edited` or `message_deleted` to every device of both but
+  /// the one that asked (its answer is the update).
+  func changeMessage(_ request: HTTPRequest, path: String, from owner: RelayCredential) throws -> HTTPResponse {
+    if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
+    let parts = path.split(separator: "/")
+    guard parts.count == 4, let messageID = Int64(parts[2]), messageID > 0 else {
+      throw APIError.notFound("no such path: \(path)")
+    }
+    let kind: RelayStore.ChangeKind = parts[3] == "edit" ? .edit : .delete
+    let requestID: Int64
+    var content: String?
+    if kind == .edit {
+      let body: MessageEditPost = try decode(request.body)
+      requestID = body.requestId
+      let bytes = body.content.utf8.count
+      guard bytes >= 1 else { throw APIError.badRequest("field 'content': an edit needs some text", field: "content") }
+      guard bytes <= RelayStore.maximumContentBytes else {
+        throw APIError.tooLarge(
+          "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
+      }
+      content = body.content
+    } else {
+      let body: MessageDeletePost = try decode(request.body)
+      requestID = body.requestId
+    }
+    guard requestID > 0 else {
+      throw APIError.badRequest("field 'requestId': expected a positive integer", field: "requestId")
+    }
+    let changed = try store.change(
+      kind, of: messageID, by: owner.user, device: owner.device, requestID: requestID, content: content, now: now(),
+      editWindow: editWindow)
+    for update in changed.pushed {
+      let event = Self.event(update.kind.rawValue, update.json)
+      for socket in socketsOfUser[update.userId] ?? [] where sockets[socket]?.device != owner.device {
+        send(event, to: socket)
+      }
+    }
+    if kind == .delete && changed.isNew { eraseAfterCommit = true }
+    var response = HTTPResponse.wire(
+      200, MessageChangeAnswer(fromMessageRequestId: requestID, update: changed.update, replayed: !changed.isNew))
+    if !changed.isNew { response.headers.append(("Idempotent-Replayed", "true")) }
     if faults.fire(.dropResponse) { response.dropConnection = true }
     return response
   }

@@ -10,12 +10,14 @@ import ChatStore
 // against `WireJSON.encode` of the same value.
 
 extension RelayMessage {
-  /// `{content, createdAt, fromDeviceId?, fromUserId, messageId, previousId?, requestId?,
-  /// status, toUserId}`: the optional fields only when set.
+  /// `{content, createdAt, deletedAt?, editedAt?, fromDeviceId?, fromUserId, messageId,
+  /// previousId?, requestId?, status, toUserId, version?}`: the optional fields only when set.
   public var json: [UInt8] {
     var object = JSONObjectWriter()
     object.string("content", content)
     object.string("createdAt", createdAt)
+    if let deletedAt { object.string("deletedAt", deletedAt) }
+    if let editedAt { object.string("editedAt", editedAt) }
     if let fromDeviceId { object.int("fromDeviceId", fromDeviceId) }
     object.int("fromUserId", fromUserId)
     object.int("messageId", messageId)
@@ -23,6 +25,7 @@ extension RelayMessage {
     if let requestId { object.int("requestId", requestId) }
     object.string("status", status)
     object.int("toUserId", toUserId)
+    if let version { object.int("version", version) }
     return object.closed
   }
 }
@@ -38,14 +41,17 @@ extension RelayUser {
 }
 
 extension StatusUpdate {
-  /// `{at, conversationId, messageId, sequence, type?}`: the event payload and the sync entry.
+  /// `{at, content?, conversationId, messageId, sequence, type?, version?}`: the event
+  /// payload and the sync entry.
   public var json: [UInt8] {
     var object = JSONObjectWriter()
     object.string("at", at)
+    if let content { object.string("content", content) }
     object.int("conversationId", conversationId)
     object.int("messageId", messageId)
     object.int("sequence", sequence)
     if let type { object.string("type", type.rawValue) }
+    if let version { object.int("version", version) }
     return object.closed
   }
 }

@@ -34,6 +34,7 @@ enum ServeCommand: ParsableCommand {
     var pushWebhookCAFile: String?
     var idempotencyDays: Int
     var retentionDays: Int
+    var editWindowHours: Int
     var pingSeconds: Int
     var tlsCertificate: String?
     var tlsKey: String?
@@ -84,6 +85,11 @@ enum ServeCommand: ParsableCommand {
           help:
             "How long messages stay in their users' logs, for devices added later (default 30; 0: until every device of both users acknowledged them, 30 days at most).",
           parse: Parse.count(from: 0, to: 3650)) ?? 30
+      editWindowHours =
+        o.option(
+          "--edit-window", valueName: "hours",
+          help: "How long after sending a message its sender can edit it or delete it for everyone (default 48).",
+          parse: Parse.count(from: 0, to: 87600)) ?? 48
       pingSeconds =
         o.option(
           "--ping-seconds", valueName: "n",
@@ -148,7 +154,8 @@ enum ServeCommand: ParsableCommand {
     let relay = try Relay(
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
       pushWebhookCAFile: options.pushWebhookCAFile,
-      idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays))
+      idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays),
+      editWindowHours: options.editWindowHours)
     let log = context.stderr
     let tls = try options.tls()
     let server: RelayServer

@@ -1,25 +1,78 @@
 import ChatCLI
 import ChatStore
+import ChatSync
 
-/// `chat-sync delete REQUEST_ID`: drop a failed request, at the user's word only.
+/// `chat-sync delete REQUEST_ID` (a failed request), or `--message ID [--for-everyone]`.
 enum DeleteCommand: ParsableCommand {
   static let name = "delete"
-  static let abstract = "Delete a failed message that was never sent."
+  static let abstract = "Delete a failed message that was never sent, or a message for you or for everyone."
   static let discussion: String? = """
-    Only FAILED requests can be deleted: a message being sent is never dropped. A \
-    request in another state is refused with 65, one not in the outbox with 66.
+    With a request id: only FAILED requests can be deleted; a message being sent is \
+    never dropped (65), and a request not in the outbox is 66. With --message: the \
+    message and its edit history leave this file, erased (no trace in the file, its WAL \
+    or the search index), and no sync brings it back. With --for-everyone as well (your \
+    own messages, within the relay's edit window): the delete is queued like an edit, and \
+    once the relay has it every device of both parties keeps only a tombstone ("message \
+    deleted", its id, time and sender). A message not in the file is 66; another user's \
+    message for everyone is 65.
     """
 
   static let examples = [
     "chat-sync delete --user 42 18",
-    "chat-sync delete --db ./chats-42.db 18 --json",
+    "chat-sync delete --user 42 --message 10916218899464192",
+    "chat-sync delete --db ./chats-42.db --message 10916218899464192 --for-everyone --json",
   ]
 
-  typealias Options = RequestOptions
+  struct Options: ParsableOptions {
+    var file: ClientFile
+    var requestText: String?
+    var message: Int64?
+    var forEveryone: Bool
+    init(_ o: inout OptionReader) {
+      file = ClientFile(&o)
+      message = o.option(
+        "--message", valueName: "id", help: "Delete this message (its id: chat-sync history --json) instead.",
+        parse: Parse.messageID)
+      forEveryone = o.flag(
+        "--for-everyone", help: "With --message: delete it on every device of both parties (your own messages).")
+      requestText = o.argument("request-id", help: "The FAILED request to delete (chat-sync status).", optional: true)
+    }
+    var request: Int64 { requestText.flatMap { Int64($0) } ?? 0 }
+    func validate() throws {
+      try file.validate()
+      switch (requestText, message) {
+      case (nil, nil): throw ValidationError("Missing <request-id> or --message <id>")
+      case (_?, _?): throw ValidationError("Give <request-id> or --message <id>, not both")
+      case (let text?, nil):
+        guard request > 0 else {
+          throw ValidationError("<request-id>: '\(text)' is not a request id (a positive integer)")
+        }
+        if forEveryone { throw ValidationError("--for-everyone goes with --message <id>") }
+      case (nil, _?): break
+      }
+    }
+  }
 
   static func run(_ options: Options, in context: CommandContext) throws {
     let repository = try options.file.open(create: false)
     let path = options.file.target.path
+    if let message = options.message {
+      if options.forEveryone {
+        let change = try repository.queueDelete(of: message)
+        let nudged = Nudge.send("outbox", to: path)
+        try options.file.report(
+          context, Result(messageId: message, scope: "everyone", requestId: change.requestID, runNudged: nudged),
+          text: "Queued the delete of message \(message) for everyone (request \(change.requestID))"
+            + (nudged ? "; 'chat-sync run' is sending it." : "; the next 'chat-sync run' sends it."))
+      } else {
+        try repository.deleteForMe(message)
+        try repository.eraseResidue()
+        try options.file.report(
+          context, Result(messageId: message, scope: "this-device"),
+          text: "Deleted message \(message) from this file.")
+      }
+      return
+    }
     guard try repository.deleteFailedRequest(options.request) else {
       guard let request = try repository.request(options.request) else {
         throw StoreError(.notFound, "\(path): no request \(options.request) in the outbox", path: path)
@@ -30,15 +83,20 @@ enum DeleteCommand: ParsableCommand {
         path: path)
     }
     try options.file.report(
-      context, Result(requestId: options.request, deleted: true),
-      text: "Deleted request \(options.request).")
+      context, Result(scope: "request", requestId: options.request), text: "Deleted request \(options.request).")
   }
 
-  /// `result`: the request deleted.
+  /// `result`: what was deleted. `scope`: `request` (a failed request), `this-device`
+  /// (a message, from this file), or `everyone` (a message: the delete queued, `requestId`
+  /// its idempotency key; `runNudged`: a running `chat-sync run` was told).
   struct Result: CommandResult {
-    var requestId: Int64
-    var deleted: Bool
+    var messageId: Int64?
+    var scope: String
+    var requestId: Int64?
+    var runNudged: Bool?
 
-    static var example: Result { Result(requestId: 18, deleted: true) }
+    static var example: Result {
+      Result(messageId: 10_916_218_899_464_192, scope: "everyone", requestId: 32, runNudged: true)
+    }
   }
 }

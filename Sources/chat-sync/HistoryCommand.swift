@@ -5,11 +5,16 @@ import ChatStore
 enum HistoryCommand: ParsableCommand {
   static let name = "history"
   static let abstract = "Show a conversation: messages, then messages still being sent."
-  static let discussion: String? = "Pages go back with --before <message id> (the first id of the page shown)."
+  static let discussion: String? = """
+    Pages go back with --before <message id> (the first id of the page shown). An edited \
+    message shows its latest text and "edited"; --edits lists its older versions under \
+    it. A message deleted for everyone shows as "message deleted".
+    """
 
   static let examples = [
     "chat-sync history --user 42 --with 7",
     "chat-sync history --user 42 --with 7 --before 7337265813504001 --limit 20",
+    "chat-sync history --user 42 --with 7 --edits --json",
   ]
 
   struct Options: ParsableOptions {
@@ -17,6 +22,7 @@ enum HistoryCommand: ParsableCommand {
     var with: Int64
     var before: Int64?
     var limit: Int
+    var edits: Bool
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
       with = o.option("--with", valueName: "id", help: "The other user's id.", required: true, parse: Parse.userID) ?? 0
@@ -26,6 +32,7 @@ enum HistoryCommand: ParsableCommand {
         o.option(
           "--limit", valueName: "n", help: "At most this many (default 50).", parse: Parse.count(from: 1, to: 10_000))
         ?? 50
+      edits = o.flag("--edits", help: "Also show each edited message's older versions (its edit history).")
     }
     func validate() throws { try file.validate() }
   }
@@ -43,12 +50,19 @@ enum HistoryCommand: ParsableCommand {
       switch item {
       case .message(let m):
         let arrow = m.fromUserID == owner ? "→" : "←"
-        lines.append("\(m.createdAt) \(arrow) \(shown(m.content))  [\(m.status.rawValue) #\(m.id)]")
+        let text = m.deletedAt != nil ? "(message deleted)" : shown(m.content)
+        let edited = m.editedAt != nil && m.deletedAt == nil ? " edited" : ""
+        lines.append("\(m.createdAt) \(arrow) \(text)  [\(m.status.rawValue)\(edited) #\(m.id)]")
+        let history = options.edits && m.version > 0 ? try repository.editHistory(of: m.id) : []
+        for old in history { lines.append("    was (version \(old.version), \(old.editedAt)): \(shown(old.content))") }
         items.append(
           .message(
             .init(
               messageId: m.id, fromUserId: m.fromUserID, toUserId: m.toUserID, content: m.content,
-              status: m.status.rawValue, createdAt: m.createdAt)))
+              status: m.status.rawValue, createdAt: m.createdAt, version: m.version, editedAt: m.editedAt,
+              deletedAt: m.deletedAt,
+              edits: options.edits
+                ? history.map { .init(version: $0.version, content: $0.content, editedAt: $0.editedAt) } : nil)))
       case .request(let r):
         let state = r.isPermanentlyFailed ? "FAILED: \(shown(r.failReason ?? ""))" : r.status.rawValue
         lines.append("\(r.createdAt) → \(shown(r.content))  [\(state) request \(r.requestID)]")
@@ -85,9 +99,21 @@ enum HistoryCommand: ParsableCommand {
       var messageId: Int64
       var fromUserId: Int64
       var toUserId: Int64
+      /// The latest text ("" for a message deleted for everyone).
       var content: String
       var status: String
       var createdAt: String
+      /// 0 as sent, one more for each edit.
+      var version: Int64
+      var editedAt: String?
+      var deletedAt: String?
+      /// With --edits: the older versions, oldest first.
+      var edits: [Version]?
+    }
+    struct Version: Encodable {
+      var version: Int64
+      var content: String
+      var editedAt: String
     }
     struct Request: Encodable {
       var requestId: Int64
@@ -107,7 +133,9 @@ enum HistoryCommand: ParsableCommand {
           .message(
             Message(
               messageId: 7_337_265_813_504_001, fromUserId: 7, toUserId: 42, content: "Friday lunch works for me",
-              status: "READ", createdAt: "2026-11-28T09:30:00.000Z")),
+              status: "READ", createdAt: "2026-11-28T09:30:00.000Z", version: 1,
+              editedAt: "2026-11-28T09:31:10.000Z", deletedAt: nil,
+              edits: [Version(version: 0, content: "Friday works", editedAt: "2026-11-28T09:30:00.000Z")])),
           .request(
             Request(
               requestId: 18, toUserId: 7, content: "Lunch on Friday at noon?", status: "FAILED",

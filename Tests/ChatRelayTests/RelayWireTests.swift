@@ -31,13 +31,16 @@ import Testing
     }
     for kind in StatusUpdate.Kind.allCases {
       let update = RelayStatusUpdate(
-        sequence: 12, userId: 1, type: kind, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z")
+        sequence: 12, userId: 1, type: kind, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z",
+        version: kind == .messageEdited ? 3 : nil, content: kind == .messageEdited ? text : nil)
       #expect(update.json == WireJSON.encode(update.update))
       let event: ServerEvent =
         switch kind {
         case .messageRead: .messageRead(update.update)
         case .messageDelivered: .messageDelivered(update.update)
         case .conversationRead: .conversationRead(update.update)
+        case .messageEdited: .messageEdited(update.update)
+        case .messageDeleted: .messageDeleted(update.update)
         }
       #expect(Array(Relay.event(update.kind.rawValue, update.json).utf8) == WireJSON.encode(event))
       let page = MessagesPage(messages: [message, message], hasMore: true, statusUpdates: [update.update])

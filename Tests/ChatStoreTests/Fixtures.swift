@@ -147,6 +147,34 @@ enum Fixture {
         [["message_id": .integer(4)]]
       ),
       (
+        "MessageEdits",
+        [
+          [
+            "message_id": .integer(1), "version": .integer(0), "content": .text("hi"),
+            "edited_at": .text("2024-01-01T10:00:00Z"),
+          ]
+        ]
+      ),
+      (
+        "HiddenMessages",
+        [["id": .integer(6), "hidden_at": .text("2024-01-05T00:00:00Z")]]
+      ),
+      (
+        "MessageChanges",
+        [
+          [
+            "request_id": .integer(20), "message_id": .integer(1), "kind": .text("edit"), "content": .text("hi 你好!"),
+            "created_at": .text("2024-01-05T00:00:00Z"), "status": .text("PENDING"),
+            "next_attempt_at": .text("2024-01-05T00:00:00Z"),
+          ],
+          [
+            "request_id": .integer(21), "message_id": .integer(3), "kind": .text("delete"), "content": .null,
+            "created_at": .text("2024-01-05T00:00:01Z"), "status": .text("FAILED"), "fail_count": .integer(1),
+            "fail_reason": .text("too late"),
+          ],
+        ]
+      ),
+      (
         "StoreInfo",
         [
           // owner_user_id is written by migration 0002 itself.

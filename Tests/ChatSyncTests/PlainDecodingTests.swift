@@ -48,7 +48,16 @@ import Testing
   }
 
   @Test func perMessageEventsReadAsJSONDecoderReadsThem() throws {
-    for kind in StatusUpdate.Kind.allCases {
+    // Edits and deletes are rare: JSONDecoder reads them (RelayEvent.parse falls back to it).
+    for kind in [StatusUpdate.Kind.messageEdited, .messageDeleted] {
+      let update = StatusUpdate(
+        sequence: 42, type: kind, messageId: 9, conversationId: 2, at: "2026-01-01T00:00:00.000Z", version: 2,
+        content: "new text")
+      let event: ServerEvent = kind == .messageEdited ? .messageEdited(update) : .messageDeleted(update)
+      let parsed = try #require(RelayEvent.parse(WireJSON.string(event)))
+      #expect(parsed == (kind == .messageEdited ? .edited(update) : .deleted(update)))
+    }
+    for kind in [StatusUpdate.Kind.messageDelivered, .messageRead, .conversationRead] {
       for type in [kind, nil] {
         let update = StatusUpdate(
           sequence: 42, type: type, messageId: 9, conversationId: 2, at: "2026-01-01T00:00:00.000Z")
@@ -56,7 +65,7 @@ import Testing
           switch kind {
           case .messageDelivered: .messageDelivered(update)
           case .messageRead: .messageRead(update)
-          case .conversationRead: .conversationRead(update)
+          default: .conversationRead(update)
           }
         let text = WireJSON.string(event)
         let plain = try #require(ServerEvent.parsePlain(text))

@@ -91,6 +91,14 @@ public enum Parse {
     return id
   }
 
+  /// A message id: a positive 64-bit integer in plain digits.
+  public static func messageID(_ text: String) throws -> Int64? {
+    guard let id = Int64(text), id > 0, text.allSatisfy(\.isASCII) else {
+      throw InvalidValue("a message id is a positive 64-bit integer")
+    }
+    return id
+  }
+
   /// A count from 0 (`1000000`, also `1_000_000`, `1,000,000` or `1e6`).
   public static func count(_ text: String) throws -> Int? {
     let cleaned = text.replacingOccurrences(of: "_", with: "").replacingOccurrences(of: ",", with: "")

@@ -248,6 +248,25 @@ public struct HealthCheck: Sendable {
         "orphan-requests", .error, "requests whose to_user_id is not a user",
         "SELECT count(*) FROM MessageRequests WHERE to_user_id NOT IN (SELECT id FROM Users)")
     }
+    if messageColumns.contains("deleted_at") {
+      // Edits and deletes (migration 0008): a tombstone keeps no text and no history; a
+      // version in the history is older than the text shown; no history without its message.
+      try count(
+        "tombstone-text", .error, "messages deleted for everyone that still hold text or edit history",
+        """
+        SELECT count(*) FROM Messages m WHERE m.deleted_at IS NOT NULL
+          AND (m.content <> '' OR EXISTS (SELECT 1 FROM MessageEdits e WHERE e.message_id = m.id))
+        """)
+      try count(
+        "orphan-edits", .error, "edit history rows whose message is gone",
+        "SELECT count(*) FROM MessageEdits e WHERE NOT EXISTS (SELECT 1 FROM Messages m WHERE m.id = e.message_id)")
+      try count(
+        "edit-version", .error, "edit history rows not older than the text shown",
+        "SELECT count(*) FROM MessageEdits e JOIN Messages m ON m.id = e.message_id WHERE e.version >= m.version")
+      try count(
+        "hidden-message-stored", .error, "messages deleted on this device (HiddenMessages) that are stored again",
+        "SELECT count(*) FROM HiddenMessages h JOIN Messages m ON m.id = h.id")
+    }
   }
 
   /// The chat list read from `ConversationSummaries` against the same list computed

@@ -254,7 +254,7 @@ public final class Evictor {
       for part in plan.conversations {
         while true {
           let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
-            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search)
+            try Self.delete(chunk, [part.id, part.lastID, Int64(rows)], summaries: summaries, search: search, in: db)
           }
           deleted += Int64(changed)
           progress(deleted)
@@ -281,7 +281,7 @@ public final class Evictor {
       let (changed, millis) = try inChunks(size: &rows, smallest: Self.smallestChunkRows) { rows in
         high = try next.first([low, maxID, Int64(rows - 1)]) { $0.int64(0) } ?? maxID
         if let range { return try range.delete(low, high, summaries: summaries, search: search) }
-        return try Self.delete(chunk, [low, high], summaries: summaries, search: search)
+        return try Self.delete(chunk, [low, high], summaries: summaries, search: search, in: db)
       }
       deleted += Int64(changed)
       progress(deleted)
@@ -297,7 +297,8 @@ public final class Evictor {
   /// it then updates (in
   /// the chunk's transaction); returns the rows deleted.
   static func delete(
-    _ statement: Statement, _ arguments: [Int64], summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep
+    _ statement: Statement, _ arguments: [Int64], summaries: ConversationSummaryUpkeep, search: SearchIndexUpkeep,
+    in db: Database
   ) throws -> Int {
     var deleted = 0
     var texts: [(id: Int64, content: String)] = []
@@ -310,6 +311,9 @@ public final class Evictor {
       try summaries.apply()
       for row in texts { try search.deletedMessage(id: row.id, content: row.content) }
       try search.flush()
+      // Their edit history goes with them (the trigger that does it is off here).
+      let edits = try db.cachedStatement(HotQuery.deleteEditHistory.sql)
+      for row in texts { try edits.execute([row.id]) }
     } catch {
       summaries.discard()
       search.discard()
@@ -351,6 +355,7 @@ public final class Evictor {
         let deleted = db.changes
         try summaries.apply()
         try search.flush()
+        try db.cachedStatement(HotQuery.deleteEditHistoryInIDRange.sql).execute([low, high])
         return deleted
       } catch {
         summaries.discard()

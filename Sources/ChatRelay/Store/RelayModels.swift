@@ -19,10 +19,13 @@ public struct RelayStatusUpdate: Sendable, Hashable {
 
   /// An update for `userId`.
   public init(
-    sequence: Int64, userId: Int64, type: StatusUpdate.Kind, messageId: Int64, conversationId: Int64, at: String
+    sequence: Int64, userId: Int64, type: StatusUpdate.Kind, messageId: Int64, conversationId: Int64, at: String,
+    version: Int64? = nil, content: String? = nil
   ) {
     self.userId = userId
-    update = StatusUpdate(sequence: sequence, type: type, messageId: messageId, conversationId: conversationId, at: at)
+    update = StatusUpdate(
+      sequence: sequence, type: type, messageId: messageId, conversationId: conversationId, at: at, version: version,
+      content: content)
   }
 
   /// A field of the wire's update.

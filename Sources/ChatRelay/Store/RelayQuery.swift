@@ -28,12 +28,12 @@ enum RelayQuery {
   static let log = """
     SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
       id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = ?1 AND sender_id = from_user_id), 0),
-      from_device_id, request_id
+      from_device_id, request_id, version, edited_at, deleted_at
     FROM RelayMessages WHERE to_user_id = ?1 AND id > ?2
     UNION ALL
     SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
       id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = to_user_id AND sender_id = ?1), 0),
-      from_device_id, request_id
+      from_device_id, request_id, version, edited_at, deleted_at
     FROM RelayMessages WHERE from_user_id = ?1 AND id > ?2
     ORDER BY 1 LIMIT ?3
     """
@@ -48,8 +48,18 @@ enum RelayQuery {
   static let contactExists = "SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)"
   static let contactsOf = "SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id"
   static let readMark = "SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?"
-  static let statusUpdates =
-    "SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates WHERE user_id = ? AND sequence > ? ORDER BY sequence"
+  /// With an edit's version and its text (NULL once the message was deleted).
+  /// The message a post made with this (sender, device, requestId), if any.
+  static let postedByKey =
+    "SELECT message_id FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
+  /// The message an edit or delete with this (sender, device, requestId) changed, if any.
+  static let changedByKey =
+    "SELECT message_id FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
+  static let statusUpdates = """
+    SELECT s.sequence, s.user_id, s.type, s.message_id, s.conversation_id, s.at, s.version, e.content
+    FROM RelayStatusUpdates s LEFT JOIN RelayMessageEdits e ON e.message_id = s.message_id AND e.version = s.version
+    WHERE s.user_id = ? AND s.sequence > ? ORDER BY s.sequence
+    """
   /// A user's newest update sequence (0 before any).
   static let lastUpdateOf = "SELECT coalesce(max(sequence), 0) FROM RelayStatusUpdates WHERE user_id = ?"
   /// Raises a device's acknowledged place (forward only).
@@ -100,7 +110,8 @@ enum RelayQuery {
     ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove),
     ("markDelivered", markDelivered), ("messageTo", messageTo),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
-    ("statusUpdates", statusUpdates), ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
+    ("statusUpdates", statusUpdates), ("postedByKey", postedByKey), ("changedByKey", changedByKey),
+    ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),
     ("dropAcknowledgedReceived", dropAcknowledgedReceived), ("dropAcknowledgedSent", dropAcknowledgedSent),
     ("dropMessagesBefore", dropMessagesBefore), ("oldestUpdates", oldestUpdates), ("dropUpdatesUpTo", dropUpdatesUpTo),

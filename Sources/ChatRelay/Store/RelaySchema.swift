@@ -25,6 +25,7 @@ public enum RelaySchema {
         Migration(fileName: "0002_relay_devices.sql", sql: devices),
         Migration(fileName: "0003_relay_log.sql", sql: log),
         Migration(fileName: "0004_relay_undelivered_count.sql", sql: undeliveredCount),
+        Migration(fileName: "0005_relay_edits.sql", sql: edits),
       ])
     } catch {
       fatalError("the relay's migration set is invalid: \(error)")
@@ -263,5 +264,65 @@ public enum RelaySchema {
     BEGIN
       UPDATE RelayUsers SET undelivered = undelivered - 1 WHERE id = old.to_user_id;
     END;
+    """
+
+  // MARK: - 0005
+
+  /// Editing and deleting a message (issue 29): its versions, the changes' idempotency
+  /// records, and two more kinds of status update that reach every device of both parties.
+  static let edits = """
+    -- The version of the text held (0 as sent), when an edit made it, and when the sender
+    -- deleted it for everyone (content '' from then on: a tombstone in both logs).
+    ALTER TABLE RelayMessages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE RelayMessages ADD COLUMN edited_at TEXT;
+    ALTER TABLE RelayMessages ADD COLUMN deleted_at TEXT;
+
+    -- Every version an edit made, the newest included: a message_edited update names
+    -- one, and a device that missed the event reads it here. Erased with a delete, and
+    -- gone with the message.
+    CREATE TABLE RelayMessageEdits (
+      message_id INTEGER NOT NULL,
+      version INTEGER NOT NULL CHECK (version > 0),
+      content TEXT NOT NULL,
+      edited_at TEXT NOT NULL,
+      PRIMARY KEY (message_id, version)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER RelayMessageEditsGo AFTER DELETE ON RelayMessages BEGIN
+      DELETE FROM RelayMessageEdits WHERE message_id = old.id;
+    END;
+
+    -- Idempotency records of edits and deletes: (sender, device, requestId) -> the change
+    -- made (the edit's text as its SHA-256 only, so a delete leaves no text here either).
+    CREATE TABLE RelayChangeRequests (
+      from_user_id INTEGER NOT NULL,
+      device_id INTEGER NOT NULL,
+      request_id INTEGER NOT NULL,
+      message_id INTEGER NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('edit', 'delete')),
+      version INTEGER,
+      content_digest BLOB CHECK (content_digest IS NULL OR length(content_digest) = 32),
+      at TEXT NOT NULL,
+      PRIMARY KEY (from_user_id, device_id, request_id)
+    ) WITHOUT ROWID;
+
+    -- Status updates gain message_edited (with the version it made) and message_deleted.
+    CREATE TABLE RelayStatusUpdates_0005 (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      user_id INTEGER NOT NULL,
+      type TEXT NOT NULL CHECK (type IN
+        ('message_delivered', 'message_read', 'conversation_read', 'message_edited', 'message_deleted')),
+      message_id INTEGER NOT NULL,
+      conversation_id INTEGER NOT NULL,
+      at TEXT NOT NULL,
+      version INTEGER
+    );
+    INSERT INTO RelayStatusUpdates_0005 (sequence, user_id, type, message_id, conversation_id, at)
+      SELECT sequence, user_id, type, message_id, conversation_id, at FROM RelayStatusUpdates;
+    DELETE FROM sqlite_sequence WHERE name = 'RelayStatusUpdates_0005';
+    INSERT INTO sqlite_sequence (name, seq)
+      SELECT 'RelayStatusUpdates_0005', seq FROM sqlite_sequence WHERE name = 'RelayStatusUpdates';
+    DROP TABLE RelayStatusUpdates;
+    ALTER TABLE RelayStatusUpdates_0005 RENAME TO RelayStatusUpdates;
+    CREATE INDEX RelayStatusUpdatesByUser ON RelayStatusUpdates(user_id, sequence);
     """
 }

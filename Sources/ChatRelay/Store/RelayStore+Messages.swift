@@ -86,6 +86,9 @@ extension RelayStore {
         message.requestId = requestID
         return Posted(message: message, place: nil)
       }
+      if let changed = try db.int64(RelayQuery.changedByKey, [sender, device, requestID]) {
+        throw RequestIDConflict(requestID: requestID, messageID: changed)
+      }
       try requireUser(sender, db, role: "sender")
       try requireUser(recipient, db, role: "toUserId")
       let place = LogPlace(
@@ -147,7 +150,8 @@ extension RelayStore {
         return RelayMessage(
           messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3),
           status: status, createdAt: row.string(4), fromDeviceId: own ? row.optionalInt64(7) : nil,
-          requestId: own ? row.optionalInt64(8) : nil)
+          requestId: own ? row.optionalInt64(8) : nil, version: row.int64(9) > 0 ? row.int64(9) : nil,
+          editedAt: row.optionalString(10), deletedAt: row.optionalString(11))
       }
       let hasMore = messages.count > limit
       if hasMore { messages.removeLast() }
@@ -323,7 +327,8 @@ extension RelayStore {
         }
         return RelayStatusUpdate(
           sequence: row.int64(0), userId: row.int64(1), type: type, messageId: row.int64(3),
-          conversationId: row.int64(4), at: row.string(5))
+          conversationId: row.int64(4), at: row.string(5), version: row.optionalInt64(6),
+          content: row.optionalString(7))
       }
     }
   }

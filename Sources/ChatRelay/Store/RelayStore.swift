@@ -97,6 +97,9 @@ public final class RelayStore {
         }
         _ = try migrator.apply(plan, to: db, owner: nil)
       }
+      // Text deleted for everyone, and messages past the retention window, leave no bytes
+      // behind in the file: every cell and page freed is overwritten with zeros.
+      if !readOnly { try db.execute("PRAGMA secure_delete = ON") }
       self.db = db
     } catch {
       throw StoreError.from(error, path: path, doing: "open the relay store", otherwise: .readFailed)
@@ -135,6 +138,18 @@ public final class RelayStore {
     }
   }
 
+  /// Checkpoints the whole WAL into the file and truncates it, so text erased by a delete
+  /// (zeroed in the file by `secure_delete`) is not left in older WAL frames either.
+  /// Returns why it could not (a reader held old frames), or nil.
+  public func truncateLog() -> String? {
+    do {
+      let busy = try db.query("PRAGMA wal_checkpoint(TRUNCATE)", []) { $0.int64(0) }.first ?? 0
+      return busy == 0 ? nil : "the WAL could not be truncated: a reader holds it"
+    } catch {
+      return "\(error)"
+    }
+  }
+
   /// A file with tables must carry the relay's `application_id`; an empty one is new.
   private static func checkIdentity(of db: Database) throws {
     let applicationID = try db.int64("PRAGMA application_id") ?? 0
@@ -170,6 +185,9 @@ public final class RelayStore {
     } catch let conflict as RequestIDConflict {
       noteIfGroupLost()
       throw conflict
+    } catch let refused as ChangeRefused {
+      noteIfGroupLost()
+      throw refused
     } catch {
       noteIfGroupLost()
       throw StoreError.from(error, path: path, doing: action)

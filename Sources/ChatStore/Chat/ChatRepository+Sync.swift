@@ -33,9 +33,12 @@ extension ChatRepository {
     try database.write { db in
       for user in users { try upsert(user, in: db) }
       let exists = try db.cachedStatement(HotQuery.messageExists.sql)
+      let hidden = try db.cachedStatement(HotQuery.messageHidden.sql)
       var seen: Set<Int64> = []
+      // A message deleted here only ("delete for me") is not stored again.
       let fresh = try messages.filter { message in
         try seen.insert(message.id).inserted && exists.first([message.id], HotQuery.messageID) == nil
+          && hidden.first([message.id], HotQuery.messageID) == nil
       }
       if fresh.count >= Self.bulkReceiveThreshold && fresh.allSatisfy({ $0.requestID == nil }) {
         try storeInBulk(fresh, in: db)
@@ -96,11 +99,28 @@ extension ChatRepository {
 
   /// A status update as the file applies it: `status` for the owner's message
   /// `messageID` (`read` covers the conversation up to it), or nil: the owner read
-  /// `conversation` up to `messageID` on another of their devices.
+  /// `conversation` up to `messageID` on another of their devices; or an edit (`edit`)
+  /// or a delete for everyone (`deletedAt`) of message `messageID`.
   public struct StatusChange: Sendable, Equatable {
     public var status: MessageStatus?
     public var messageID: Int64
     public var conversation: Int64
+    /// A new version of the message's text: its number, its text (nil once the relay
+    /// erased it: a delete follows) and when it was made.
+    public var edit: (version: Int64, content: String?, at: String)? {
+      get { editVersion.map { ($0, editContent, editedAt ?? "") } }
+      set {
+        editVersion = newValue?.version
+        editContent = newValue?.content
+        editedAt = newValue?.at
+      }
+    }
+    private var editVersion: Int64?
+    private var editContent: String?
+    private var editedAt: String?
+    /// When the message was deleted for everyone.
+    public var deletedAt: String?
+
     public init(status: MessageStatus?, messageID: Int64, conversation: Int64) {
       self.status = status
       self.messageID = messageID
@@ -111,10 +131,26 @@ extension ChatRepository {
   /// Applies status updates in one transaction and, when `sequence` is given, moves the
   /// update cursor forward to it in the same one. A read elsewhere counts the
   /// conversation's incoming messages up to there as read, and a receipt queued here
-  /// that it covers is not sent.
-  public func applyUpdates(_ changes: [StatusChange], sequence: Int64?) throws {
-    try database.write { db in
+  /// that it covers is not sent. Edits apply in version order; a delete erases (the
+  /// transaction runs with `secure_delete`). Returns whether a delete erased text, for the
+  /// caller to run ``eraseResidue()``.
+  @discardableResult
+  public func applyUpdates(_ changes: [StatusChange], sequence: Int64?) throws -> Bool {
+    let write: ((Database) throws -> Bool) throws -> Bool =
+      changes.contains { $0.deletedAt != nil } ? { try self.erasing($0) } : { try self.database.write($0) }
+    return try write { db in
+      var erased = false
       for change in changes {
+        if let deletedAt = change.deletedAt {
+          if try applyDelete(of: change.messageID, deletedAt: deletedAt, db) { erased = true }
+          continue
+        }
+        if let edit = change.edit {
+          if let content = edit.content {
+            _ = try applyEdit(of: change.messageID, version: edit.version, content: content, editedAt: edit.at, db)
+          }
+          continue
+        }
         switch change.status {
         case .read?:
           try apply(.read, upTo: change.messageID, inConversation: change.conversation, db)
@@ -127,6 +163,7 @@ extension ChatRepository {
         }
       }
       if let sequence { try raise("sync_update_cursor", to: sequence, db) }
+      return erased
     }
   }
 

@@ -29,6 +29,9 @@ public final class ChatRepository {
     self.database = database
     self.ownerID = ownerID
     try Migrator.requireLatest(database, for: "the chat data layer")
+    // What the user deletes (a message for everyone or for this device, an acknowledged
+    // request's text) leaves no bytes behind: SQLite overwrites what it frees with zeros.
+    try database.execute("PRAGMA secure_delete = ON")
     if let recorded = try database.int64(StoreInfoSQL.owner) {
       guard recorded == ownerID else {
         throw StoreError(
@@ -87,13 +90,7 @@ public final class ChatRepository {
       // Request ids rise in the file and start from the clock's MessageID: a new file
       // for the same user (a new device, a restored backup) never reuses an id the
       // relay still remembers (it keeps them 7 days and refuses a reused one with 409).
-      let floor = MessageID.make(
-        milliseconds: min(
-          max(Timestamp.milliseconds(from: at) ?? 0, MessageID.representable.lowerBound),
-          MessageID.representable.upperBound))
-      guard
-        let requestID = try db.int64(StoreInfoSQL.nextRequestID, [floor])
-      else { throw StoreError(.schemaMismatch, "\(db.path): StoreInfo has no last_request_id", path: db.path) }
+      let requestID = try nextRequestID(at: at, db)
       let request = MessageRequest(
         requestID: requestID, toUserID: recipient, content: content, status: .pending, createdAt: at,
         lastModifiedAt: at, failCount: 0, nextAttemptAt: at)
@@ -286,7 +283,8 @@ public final class ChatRepository {
       HotQuery.storeMessage.sql,
       [
         message.id, message.fromUserID, message.toUserID, message.content, status.rawValue,
-        message.createdAt, message.conversationID(owner: ownerID), message.requestID,
+        message.createdAt, message.conversationID(owner: ownerID), message.requestID, message.version,
+        message.editedAt, message.deletedAt,
       ])
   }
 

@@ -12,7 +12,8 @@ extension HotQuery {
     static let user = Columns(names: ["id", "name", "avatar_url", "last_connected_at"])
     /// `Messages` as `Message`.
     static let message = Columns(names: [
-      "id", "from_user_id", "to_user_id", "content", "status", "created_at", "request_id",
+      "id", "from_user_id", "to_user_id", "content", "status", "created_at", "request_id", "version", "edited_at",
+      "deleted_at",
     ])
     /// `MessageRequests` as `MessageRequest`.
     static let request = Columns(names: [
@@ -53,7 +54,8 @@ extension HotQuery {
     Message(
       id: row.int64(start), fromUserID: row.int64(start + 1), toUserID: row.int64(start + 2),
       content: row.string(start + 3), status: row.withUTF8(start + 4, MessageStatus.init(utf8:)) ?? .synced,
-      createdAt: row.string(start + 5), requestID: row.optionalInt64(start + 6))
+      createdAt: row.string(start + 5), requestID: row.optionalInt64(start + 6), version: row.int64(start + 7),
+      editedAt: row.optionalString(start + 8), deletedAt: row.optionalString(start + 9))
   }
 
   /// A `Columns.request` row from column `start`.

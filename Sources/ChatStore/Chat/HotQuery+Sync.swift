@@ -2,13 +2,15 @@
 /// before their message, the delivery acknowledgements the relay has not confirmed and
 /// the outbox's heads. `ChatRepository+Sync` and `ChatRepository` run them by key.
 extension HotQuery {
-  /// Stores a message, or moves a stored one's status forward (never back) and keeps
-  /// its request id.
+  /// Stores a message (as the relay holds it: edited or a tombstone), or moves a stored
+  /// one's status forward (never back) and keeps its request id; its text changes only
+  /// by edits and deletes (``ChatRepository/applyUpdates(_:sequence:)``).
   public static let storeMessage = HotQuery(
     name: "sync: store a message",
     sql: """
-      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      INSERT INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id,
+        version, edited_at, deleted_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
       ON CONFLICT (id) DO UPDATE SET
         status = CASE WHEN \(MessageStatus.rankSQL("excluded.status")) > \(MessageStatus.rankSQL("Messages.status"))
           THEN excluded.status ELSE Messages.status END,
@@ -16,6 +18,7 @@ extension HotQuery {
       """,
     sampleArguments: [
       .integer(1), .integer(1), .integer(2), .text("hi"), .text("SYNCED"), .text(sample), .integer(2), .null,
+      .integer(0), .null, .null,
     ],
     access: [.primaryKey])
 

@@ -228,6 +228,27 @@ public struct HotQuery: Sendable, Hashable {
     sql: "SELECT 1 FROM Messages WHERE id = ?1",
     sampleArguments: [.integer(1)], access: [.primaryKey])
 
+  /// A message's edit history, for a bulk job that deleted the message with triggers off.
+  public static let deleteEditHistory = HotQuery(
+    name: "evict: a deleted message's edit history",
+    sql: "DELETE FROM MessageEdits WHERE message_id = ?1",
+    sampleArguments: [.integer(1)], access: [.primaryKey])
+
+  /// The edit history of the messages an id range no longer holds (`?1` < id <= `?2`).
+  public static let deleteEditHistoryInIDRange = HotQuery(
+    name: "evict: the edit history of an id range's deleted messages",
+    sql: """
+      DELETE FROM MessageEdits
+      WHERE message_id > ?1 AND message_id <= ?2 AND NOT EXISTS (SELECT 1 FROM Messages m WHERE m.id = message_id)
+      """,
+    sampleArguments: [.integer(0), .integer(1)], access: [.primaryKey])
+
+  /// A message deleted on this device only (`HiddenMessages`): the sync does not store it again.
+  public static let messageHidden = HotQuery(
+    name: "message hidden",
+    sql: "SELECT 1 FROM HiddenMessages WHERE id = ?1",
+    sampleArguments: [.integer(1)], access: [.primaryKey])
+
   /// A stored message's parties, text and time: generate compares a clash with what it
   /// would write (same id, other content: another --seed).
   public static let storedMessage = HotQuery(
@@ -463,7 +484,8 @@ public struct HotQuery: Sendable, Hashable {
       messagesBefore, messagesAfter, requestsBefore, requestsAfter, conversationList, conversationListFromTables,
       recomputeConversationSummary, conversationSummaryNewestMessage, subtractUnread, unreadCount, userByID,
       updatePresence,
-      markConversationRead, messageExists, storedMessage, advanceMessageStatus, dueRequests, requestByID,
+      markConversationRead, messageExists, messageHidden, deleteEditHistory, deleteEditHistoryInIDRange, storedMessage,
+      advanceMessageStatus, dueRequests, requestByID,
       markRequestSent, markRequestFailed, retryRequest, deleteFailedRequest, deleteRequest, messageByRequest,
       raiseRequestCounter,
       firstMessageAtOrAfter, conversationIDs, nthNewestMessage, newestMessageOfConversation, conversationRange,

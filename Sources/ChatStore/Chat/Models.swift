@@ -78,10 +78,16 @@ public struct Message: Hashable, Sendable {
   public var createdAt: String
   /// The request it came from, for messages the owner sent.
   public var requestID: Int64?
+  /// The relay's number for the text shown: 0 as sent, then one more for each edit.
+  public var version: Int64
+  /// When the text shown was made by an edit (nil: as sent).
+  public var editedAt: String?
+  /// When the sender deleted it for everyone: a tombstone, its text erased (`content` is '').
+  public var deletedAt: String?
 
   public init(
     id: Int64, fromUserID: Int64, toUserID: Int64, content: String, status: MessageStatus = .synced,
-    createdAt: String, requestID: Int64? = nil
+    createdAt: String, requestID: Int64? = nil, version: Int64 = 0, editedAt: String? = nil, deletedAt: String? = nil
   ) {
     self.id = id
     self.fromUserID = fromUserID
@@ -90,6 +96,9 @@ public struct Message: Hashable, Sendable {
     self.status = status
     self.createdAt = createdAt
     self.requestID = requestID
+    self.version = version
+    self.editedAt = editedAt
+    self.deletedAt = deletedAt
   }
 
   /// The conversation this message belongs to, for the file of `owner`: the other user.

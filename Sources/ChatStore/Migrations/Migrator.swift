@@ -253,7 +253,7 @@ public struct Migrator: Sendable {
       path: path, fromVersion: status.version, toVersion: status.version, applied: [], backupPath: nil, created: false)
     guard !plan.isEmpty else { return report }
     if existed && status.version > 0 {
-      let buildsIndex = plan.contains { $0.version == SearchIndexBuilder.migrationVersion }
+      let buildsIndex = plan.contains(where: SearchIndexBuilder.builds)
       try checkFreeSpace(for: path, size: status.fileSize, backup: backup, searchIndex: buildsIndex)
     }
     if !existed {
@@ -371,7 +371,7 @@ public struct Migrator: Sendable {
             "CREATE TABLE IF NOT EXISTS \(Self.recordsTable) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)"
           )
           try db.execute(migration.sql)
-          if migration.version == SearchIndexBuilder.migrationVersion {
+          if SearchIndexBuilder.builds(migration) {
             // The messages' search indexes, built in Swift (see the migration's header).
             try SearchIndexBuilder(database: db).build { indexProgress?($0, $1) }
           }

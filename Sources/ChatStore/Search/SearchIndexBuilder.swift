@@ -9,6 +9,13 @@
 public struct SearchIndexBuilder {
   /// The migration that adds the indexes; `Migrator` runs the builder after its SQL.
   public static let migrationVersion = 5
+  /// That migration's file: a relay file's migration 5 is another one.
+  public static let migrationFileName = "0005_search.sql"
+
+  /// Whether `migration` is the one that creates the indexes.
+  public static func builds(_ migration: Migration) -> Bool {
+    migration.version == migrationVersion && migration.fileName == migrationFileName
+  }
   /// Messages per step between progress reports.
   static let chunkRows: Int64 = 50_000
 

@@ -381,7 +381,7 @@ public final class SearchIndexUpkeep {
   /// Eviction repeats it, each step a short transaction of its own.
   /// See <https://sqlite.org/fts5.html#the_merge_command>.
   public static func mergeStep(_ db: Database, _ table: String, pages: Int, anyLevel: Bool) throws -> Int64 {
-    precondition(["MessageSearch", "MessageSearchCJK"].contains(table), "a message index")
+    precondition(["MessageSearch", "MessageSearchCJK", "RequestSearch"].contains(table), "a search index")
     let before = try db.int64("SELECT total_changes()") ?? 0
     try db.execute("INSERT INTO \(table) (\(table), rank) VALUES ('merge', ?)", [anyLevel ? -pages : pages])
     return (try db.int64("SELECT total_changes()") ?? 0) - before

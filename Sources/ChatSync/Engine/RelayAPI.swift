@@ -56,6 +56,46 @@ struct RelayAPI: Sendable {
     return Self.outcomes(of: reply, for: requests.map(\.requestID))
   }
 
+  /// What an edit or a delete for everyone came to: the update the relay made (`200`), or
+  /// what a failed post would be (retryable, refused for good, unauthorized, unreachable).
+  enum ChangeOutcome: Sendable {
+    case applied(StatusUpdate)
+    case failed(PostOutcome)
+  }
+
+  /// `POST /v2/messages/{id}/edit` or `/delete`.
+  func change(_ change: MessageChange, timeout: Double) async -> ChangeOutcome {
+    let body: [UInt8] =
+      switch change.kind {
+      case .edit: WireJSON.encode(MessageEditPost(requestId: change.requestID, content: change.content ?? ""))
+      case .delete: WireJSON.encode(MessageDeletePost(requestId: change.requestID))
+      }
+    let reply: HTTPReply
+    do {
+      reply = try await http.send(
+        HTTPCall(
+          method: "POST", path: "/v2/messages/\(change.messageID)/\(change.kind.rawValue)", body: body,
+          timeout: timeout))
+    } catch let error as TransportError where error.neverConnected {
+      return .failed(.unreachable("\(error)"))
+    } catch {
+      return .failed(.retryable("\(error)", retryAfter: nil))
+    }
+    guard reply.status == 200 else {
+      return .failed(
+        reply.status == 201 ? .retryable("HTTP 201 to a change", retryAfter: nil) : Self.outcome(of: reply))
+    }
+    guard let answer = try? WireJSON.decode(MessageChangeAnswer.self, from: reply.body),
+      answer.fromMessageRequestId == change.requestID
+    else {
+      return .failed(.retryable("HTTP 200 with a body that is not this change's answer", retryAfter: nil))
+    }
+    var update = answer.update
+    update.type = change.kind == .edit ? .messageEdited : .messageDeleted
+    if change.kind == .edit { update.content = update.content ?? change.content }
+    return .applied(update)
+  }
+
   /// A request as the relay takes it.
   static func post(_ request: MessageRequest) -> MessagePost {
     MessagePost(
@@ -256,7 +296,8 @@ extension RelayMessage {
   var model: Message {
     Message(
       id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
-      status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId)
+      status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId,
+      version: version ?? 0, editedAt: editedAt, deletedAt: deletedAt)
   }
 
   /// The message as `device`'s file stores it: the request id only if that device sent it

@@ -9,6 +9,10 @@ enum RelayEvent: Sendable, Equatable {
   case read(StatusUpdate)
   /// The owner read a conversation on one of their devices.
   case readElsewhere(StatusUpdate)
+  /// A message of a conversation has a new version (`message_edited`).
+  case edited(StatusUpdate)
+  /// A message of a conversation was deleted for everyone (`message_deleted`).
+  case deleted(StatusUpdate)
   case contactStatus(ContactStatus)
   case deliveryAcknowledged([Int64])
   /// The relay's read mark for a conversation after a `read` receipt.
@@ -28,6 +32,18 @@ enum RelayEvent: Sendable, Equatable {
     case .messageDelivered(let update): .delivered(update)
     case .messageRead(let update): .read(update)
     case .conversationRead(let update): .readElsewhere(update)
+    case .messageEdited(var update):
+      .edited(
+        {
+          update.type = .messageEdited
+          return update
+        }())
+    case .messageDeleted(var update):
+      .deleted(
+        {
+          update.type = .messageDeleted
+          return update
+        }())
     case .contactStatusUpdate(let status): .contactStatus(status)
     case .deliveryAcknowledged(let ids): .deliveryAcknowledged(ids.messageIds)
     case .readAcknowledged(let mark): .readAcknowledged(conversation: mark.conversationId, upTo: mark.upTo)
@@ -44,6 +60,7 @@ extension RelayEvent {
     case .delivered(let update): (update, .delivered)
     case .read(let update): (update, .read)
     case .readElsewhere(let update): (update, nil)
+    case .edited(let update), .deleted(let update): (update, nil)
     default: nil
     }
   }

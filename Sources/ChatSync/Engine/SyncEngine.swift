@@ -44,7 +44,7 @@ public actor SyncEngine {
     /// the conversation's head and those due behind it, in order, in a body the relay
     /// takes (``RelayAPI/batchPrefix(_:)``). 300 drained a backlog of 2,000 at 4,608
     /// messages/s against 3,487 with 100 (median of 5 paired runs, the sender's CPU a
-    /// message 100 µs against 155 µs; decision 0012).
+    /// message 100 µs against 155 µs; decision 0015).
     public var batchSize = 300
     /// A uniform value in 0..<1 for the jitter (tests pin it).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
@@ -89,6 +89,8 @@ public actor SyncEngine {
   private var socket: (any RelaySocket)?
   private var socketTask: Task<Void, Never>?
   private var inFlight: [Int64: Task<Void, Never>] = [:]
+  /// The edit or delete for everyone being sent (one at a time, oldest first).
+  private var changeInFlight: Task<Void, Never>?
   private let doorbell = Doorbell()
   /// Cuts a reconnect's backoff short: the user did something (`send`, `read` from
   /// another process) or a POST just got through, so the relay is worth trying now.
@@ -218,6 +220,7 @@ public actor SyncEngine {
     socketTask?.cancel()
     socket?.close()
     for task in inFlight.values { task.cancel() }
+    changeInFlight?.cancel()
     doorbell.ring()
     reconnectBell.ring()
   }
@@ -251,6 +254,7 @@ public actor SyncEngine {
 
   private func finish() async {
     for task in inFlight.values { await task.value }
+    await changeInFlight?.value
     socketTask?.cancel()
     socket?.close()
     socket = nil
@@ -420,7 +424,7 @@ public actor SyncEngine {
 
   private func handle(_ event: RelayEvent) async throws {
     switch event {
-    case .newMessage, .delivered, .read, .readElsewhere:
+    case .newMessage, .delivered, .read, .readElsewhere, .edited, .deleted:
       preconditionFailure("handled in runs by handle(_:)")
     case .contactStatus(let status):
       presence[status.userId] = status
@@ -459,9 +463,10 @@ public actor SyncEngine {
     var next = updateCursor
     while ahead.remove(next + 1) != nil { next += 1 }
     // One transaction: the updates and, when they closed a gap, the cursor past them.
-    try await patiently { [next, updateCursor] in
+    let erased = try await patiently { [next, updateCursor] in
       try repository.applyUpdates(updates.map(Self.change), sequence: next > updateCursor ? next : nil)
     }
+    if erased { await eraseResidue() }
     appliedAhead = ahead
     if next > updateCursor {
       updateCursor = next
@@ -469,9 +474,14 @@ public actor SyncEngine {
       scheduleFlush()
     }
     for (update, status) in updates {
-      if let status {
+      switch (update.type, status) {
+      case (.messageEdited?, _):
+        log("message \(update.messageId): edited (version \(update.version ?? 0))")
+      case (.messageDeleted?, _):
+        log("message \(update.messageId): deleted for everyone")
+      case (_, let status?):
         log("message \(update.messageId): \(status.rawValue.lowercased())")
-      } else {
+      case (_, nil):
         log("conversation \(update.conversationId): read up to \(update.messageId) on another device")
       }
     }
@@ -479,7 +489,26 @@ public actor SyncEngine {
 
   /// An update as the file applies it.
   static func change(_ update: StatusUpdate, _ status: MessageStatus?) -> ChatRepository.StatusChange {
-    ChatRepository.StatusChange(status: status, messageID: update.messageId, conversation: update.conversationId)
+    var change = ChatRepository.StatusChange(
+      status: status, messageID: update.messageId, conversation: update.conversationId)
+    switch update.type {
+    case .messageEdited?: change.edit = (update.version ?? 0, update.content, update.at)
+    case .messageDeleted?: change.deletedAt = update.at
+    default: break
+    }
+    return change
+  }
+
+  /// After a delete for everyone: the erased text leaves the search index's segments and
+  /// the WAL too (``ChatRepository/eraseResidue()``).
+  private func eraseResidue() async {
+    do {
+      if try await patiently({ try repository.eraseResidue() }) == false {
+        log("store: a reader kept the WAL from being truncated; erased text may stay in it until the next checkpoint")
+      }
+    } catch {
+      log("store: \(error)")
+    }
   }
 
   /// Where the message cursor gets to once message `id`, which follows `previousId` in the
@@ -592,15 +621,16 @@ public actor SyncEngine {
         let status: MessageStatus? =
           switch update.type {
           case .messageRead: .read
-          case .conversationRead: nil
+          case .conversationRead, .messageEdited, .messageDeleted: nil
           case .messageDelivered, nil: .delivered
           }
         return Self.change(update, status)
       }
       if !changes.isEmpty {
-        try await patiently {
+        let erased = try await patiently {
           try repository.applyUpdates(changes, sequence: page.updates.map(\.sequence).max())
         }
+        if erased { await eraseResidue() }
       }
       updateCursor = try repository.syncCursor().updates
       appliedAhead = appliedAhead.filter { $0 > updateCursor }
@@ -765,7 +795,7 @@ public actor SyncEngine {
   private func outboxLoop(untilIdle: Bool, deadline: ContinuousClock.Instant?) async {
     while !stopping {
       let wait = drainStep()
-      if untilIdle && inFlight.isEmpty {
+      if untilIdle && inFlight.isEmpty && changeInFlight == nil {
         guard let wait else { return }
         if let deadline, ContinuousClock.now.advanced(by: .milliseconds(Int64(wait * 1000))) > deadline { return }
       }
@@ -796,7 +826,88 @@ public actor SyncEngine {
         next = min(next ?? .infinity, max(wait, 0.01))
       }
     }
+    if let wait = drainChanges() { next = min(next ?? .infinity, wait) }
     return next
+  }
+
+  /// Starts the edit or delete for everyone that is due, if none is in flight; returns the
+  /// seconds until the next one is due (nil: none, or one in flight). One at a time, in
+  /// the order queued: each names a message the relay already holds, so none waits for
+  /// the new messages queued before it, and a message's edits reach the relay in order.
+  private func drainChanges() -> Double? {
+    guard changeInFlight == nil else { return nil }
+    do {
+      if let due = try repository.dueChanges(limit: 1).first {
+        changeInFlight = Task { await send(due) }
+        return nil
+      }
+      guard let text = try repository.nextChangeAttempt(), let at = Timestamp.milliseconds(from: text) else {
+        return nil
+      }
+      return max(Double(at) / 1000 - Date().timeIntervalSince1970, 0.01)
+    } catch {
+      log("outbox: \(error)")
+      return 1
+    }
+  }
+
+  /// Sends one change and settles it: applied here as the relay numbered it (the same
+  /// update every other device gets), retried with the outbox's backoff, or failed for
+  /// good with the relay's reason (`chat-sync status` shows it).
+  private func send(_ change: MessageChange) async {
+    defer {
+      changeInFlight = nil
+      doorbell.ring()
+    }
+    let what = change.kind == .edit ? "edit" : "delete"
+    do {
+      try await patiently { try repository.markChangeSent(change.requestID, replyTimeout: options.replyTimeout + 5) }
+      switch await api.change(change, timeout: options.replyTimeout) {
+      case .applied(let update):
+        if change.kind == .edit {
+          try await patiently {
+            try repository.applyEdit(
+              of: change.messageID, version: update.version ?? 0, content: update.content ?? change.content ?? "",
+              editedAt: update.at, settling: change.requestID)
+          }
+          log("sent the \(what) of message \(change.messageID) (version \(update.version ?? 0))")
+        } else {
+          try await patiently {
+            try repository.applyDelete(of: change.messageID, deletedAt: update.at, settling: change.requestID)
+          }
+          await eraseResidue()
+          log("sent the delete of message \(change.messageID) for everyone")
+        }
+      case .failed(.rejected(let reason)):
+        try await patiently { try repository.recordChangeFailure(change.requestID, reason: reason, retryAt: nil) }
+        log("the \(what) of message \(change.messageID) was refused for good: \(reason)")
+      case .failed(.unauthorized(let reason)):
+        try await patiently { try repository.recordChangeFailure(change.requestID, reason: reason, retryAt: Date()) }
+        if halted == nil { halt("The relay refused the token: \(reason)") }
+      case .failed(let outcome):
+        var reason = "\(outcome)"
+        var retryAfter: Double?
+        if case .retryable(let text, let after) = outcome { (reason, retryAfter) = (text, after) }
+        if case .unreachable(let text) = outcome { reason = text }
+        if stopping { return }  // still SENT: due again at the next run, with the same request id
+        let attempts = change.failCount + 1
+        let retryAt: Date? =
+          attempts >= options.maxAttempts
+          ? nil
+          : Date().addingTimeInterval(
+            retryAfter ?? options.outboxBackoff.delay(attempt: attempts, random: options.random))
+        try await patiently {
+          try repository.recordChangeFailure(
+            change.requestID, reason: retryAt == nil ? "gave up after \(attempts) attempts: \(reason)" : reason,
+            retryAt: retryAt)
+        }
+        log(
+          "the \(what) of message \(change.messageID) failed (\(reason))\(retryAt == nil ? " for good" : "; it is retried")"
+        )
+      }
+    } catch {
+      log("outbox: \(error)")
+    }
   }
 
   /// A batch sent and not settled yet.
