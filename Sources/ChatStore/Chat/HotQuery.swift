@@ -241,7 +241,7 @@ public struct HotQuery: Sendable, Hashable {
       DELETE FROM MessageEdits
       WHERE message_id > ?1 AND message_id <= ?2 AND NOT EXISTS (SELECT 1 FROM Messages m WHERE m.id = message_id)
       """,
-    sampleArguments: [.integer(0), .integer(1)], access: [.primaryKey])
+    sampleArguments: [.integer(0), .integer(1)], access: [.rowidRange, .primaryKey])
 
   /// A message deleted on this device only (`HiddenMessages`): the sync does not store it again.
   public static let messageHidden = HotQuery(
