@@ -11,7 +11,8 @@ import Testing
   /// Reviewed: each is a constant or a number, never user text.
   static let reviewed: Set<String> = [
     // Table and column names, fixed in code.
-    "table", "Self.recordsTable", "messageColumns", "requestColumns", "Columns.user.list()", "HotQuery.Columns.message.list()",
+    "table", "Self.recordsTable", "messageColumns", "requestColumns", "Columns.user.list()",
+    "HotQuery.Columns.message.list()",
     "live", "reference",
     "kind",
     "options", "name",
