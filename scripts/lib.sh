@@ -24,8 +24,9 @@ BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-conf
 
 # The Debian packages only the tests need: python3-websockets is the WebSocket peer
 # of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3); openssl
-# makes the TLS tests' throwaway CA and certificates, and curl is one of their clients.
-TEST_PACKAGES=(python3-websockets openssl curl)
+# makes the TLS tests' throwaway CA and certificates, and curl is one of their clients;
+# zstd reads an export back in EditedHistoryTests (the outside tool, not our reader).
+TEST_PACKAGES=(python3-websockets openssl curl zstd)
 
 # Raises the open-file limit to $1 descriptors for this shell and its children (root can go
 # past the hard limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to it), or

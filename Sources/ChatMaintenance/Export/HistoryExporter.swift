@@ -84,7 +84,7 @@ public enum HistoryExporter {
 
       let messages = filter.terms(conversationColumn: "conversation_id")
       try db.prepare(
-        "SELECT id, from_user_id, to_user_id, content, status, created_at, request_id FROM Messages\(messages.sql) ORDER BY id"
+        "SELECT id, from_user_id, to_user_id, content, status, created_at, request_id, version, edited_at, deleted_at FROM Messages\(messages.sql) ORDER BY id"
       ).forEachRow(messages.arguments) { row in
         out.begin(type: "message")
         out.field("id", row.int64(0))
@@ -95,6 +95,11 @@ public enum HistoryExporter {
         row.withUTF8(4) { out.field("status", utf8: $0) }
         row.withUTF8(5) { out.field("createdAt", utf8: $0) }
         if !row.isNull(6) { out.field("requestId", row.int64(6)) }
+        // Edited: the version shown and when it was made; deleted for everyone: when (a
+        // tombstone's content is "", so no deleted text is ever exported).
+        if row.int64(7) > 0 { out.field("version", row.int64(7)) }
+        if !row.isNull(8) { row.withUTF8(8) { out.field("editedAt", utf8: $0) } }
+        if !row.isNull(9) { row.withUTF8(9) { out.field("deletedAt", utf8: $0) } }
         row.withUTF8(3) { out.field("content", utf8: $0) }
         out.end()
         counts.messages += 1

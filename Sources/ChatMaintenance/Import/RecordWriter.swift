@@ -68,6 +68,7 @@ public final class RecordWriter {
   private let acknowledgedRequest: Statement
   private let advanceStatus: Statement
   private let storedMessage: Statement
+  private let storedText: Statement
   /// Messages waiting for the multi-row insert, with the line each came from and their
   /// CJK index text.
   private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
@@ -96,15 +97,19 @@ public final class RecordWriter {
     // lookup per row; the rare duplicate then takes the forward-only status update.
     insertMessage = try database.prepare(
       """
-      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id,
+        version, edited_at, deleted_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
       """)
-    let tuple = "(" + Array(repeating: "?", count: 8).joined(separator: ", ") + ")"
+    let tuple = "(" + Array(repeating: "?", count: Self.messageColumns).joined(separator: ", ") + ")"
     insertMessages = try database.prepare(
       """
-      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id)
+      INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id,
+        version, edited_at, deleted_at)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
       """)
+    storedText = try database.prepare(
+      "SELECT content, version, edited_at, deleted_at, created_at FROM Messages WHERE id = ?1")
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
     insertRequest = try database.prepare(
@@ -343,6 +348,44 @@ public final class RecordWriter {
     try statement.bind(m.conversationID(owner: owner), at: base + 7)
     try statement.bind(
       (m.fromUserID == owner && !options.fromOtherDevice ? m.requestID : nil).databaseValue, at: base + 8)
+    try statement.bind(m.version, at: base + 9)
+    try statement.bind(m.editedAt.databaseValue, at: base + 10)
+    try statement.bind(m.deletedAt.databaseValue, at: base + 11)
+  }
+
+  /// Columns of a message insert.
+  static let messageColumns = 11
+
+  /// For a message already in the file: applies a newer version or a delete for
+  /// everyone that the record carries (format 2), as `chat-sync` applies the relay's
+  /// updates: a newer text replaces the one shown (which goes to the edit history), a
+  /// delete erases the text and history (with `secure_delete`); an older version or a
+  /// change of a tombstone changes nothing. Returns whether it changed the row.
+  private func applyChange(_ m: Message) throws -> Bool {
+    guard m.deletedAt != nil || m.version > 0 else { return false }
+    guard
+      let stored = try storedText.first(
+        [m.id], { ($0.string(0), $0.int64(1), $0.optionalString(2), $0.optionalString(3), $0.string(4)) }),
+      stored.3 == nil
+    else { return false }
+    if let deletedAt = m.deletedAt {
+      try db.execute("PRAGMA secure_delete = ON")
+      try search.deletedMessage(id: m.id, content: stored.0)
+      try db.execute("DELETE FROM MessageEdits WHERE message_id = ?", [m.id])
+      try db.execute(
+        "UPDATE Messages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?", [deletedAt, m.id])
+      return true
+    }
+    guard m.version > stored.1 else { return false }
+    try db.execute(
+      "INSERT INTO MessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      [m.id, stored.1, stored.0, stored.2 ?? stored.4])
+    try search.deletedMessage(id: m.id, content: stored.0)
+    try db.execute(
+      "UPDATE Messages SET content = ?, version = ?, edited_at = ? WHERE id = ?",
+      [m.content, m.version, m.editedAt, m.id])
+    try search.insertedMessage(id: m.id, content: m.content)
+    return true
   }
 
   /// Inserts one message; a message already there can only move its status forward.
@@ -369,7 +412,9 @@ public final class RecordWriter {
     if generated && stored != (m.fromUserID, m.toUserID, m.content, m.createdAt) {
       throw GeneratedRecordConflict(clash: "a different message with id \(m.id)")
     }
-    if try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true {
+    let advanced = try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true
+    let changed = try applyChange(m)
+    if advanced || changed {
       summary.messages += 1
       summaries.changed(conversation: m.conversationID(owner: owner))
       return true
@@ -386,7 +431,7 @@ public final class RecordWriter {
       return
     }
     for (index, item) in pendingMessages.enumerated() {
-      try bind(item.message, to: insertMessages, at: Int32(index * 8))
+      try bind(item.message, to: insertMessages, at: Int32(index * Self.messageColumns))
     }
     insertedIDs.removeAll(keepingCapacity: true)
     try db.collectingInsertedRowIDs(into: "Messages", &insertedIDs) { try insertMessages.forEachRowOfBindings { _ in } }

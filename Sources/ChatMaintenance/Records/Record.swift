@@ -18,8 +18,10 @@ public enum Record: Hashable, Sendable {
 public struct HistoryHeader: Hashable, Sendable {
   /// The format's name, always `chatdb-history`.
   public static let formatName = "chatdb-history"
-  /// The newest format version this build reads and the one it writes.
-  public static let currentVersion = 1
+  /// The newest format version this build reads and the one it writes. Version 2 adds
+  /// a message's `version`, `editedAt` and `deletedAt` (edits and tombstones); a
+  /// version 1 file reads as before.
+  public static let currentVersion = 2
 
   public var version: Int
   /// The schema version of the file it was exported from.

@@ -29,6 +29,7 @@ public final class RecordParser {
     case type, id, fromUserId, toUserId, content, status, createdAt, requestId, name, avatarUrl, lastConnectedAt
     case lastModifiedAt, lastSentAt, failCount, nextAttemptAt, failReason
     case format, version, schemaVersion, userId, exportedAt, filters, users, messages, requests
+    case editedAt, deletedAt
 
     static let names: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) }
   }
@@ -189,11 +190,19 @@ public final class RecordParser {
           id: try id(.id), name: try text(.name), avatarURL: try optionalText(.avatarUrl),
           lastConnectedAt: try optionalTime(.lastConnectedAt)))
     case .message:
+      // Format 2: an edited message's version and time, a tombstone's time of deletion
+      // (its content is then "").
+      let deletedAt = try optionalTime(.deletedAt)
+      let content = try text(.content, maxBytes: maximumContentBytes)
+      if deletedAt != nil && !content.isEmpty {
+        throw RecordError.field("content", "a message deleted for everyone (deletedAt) keeps no text")
+      }
       return .message(
         Message(
-          id: try id(.id), fromUserID: try id(.fromUserId), toUserID: try id(.toUserId),
-          content: try text(.content, maxBytes: maximumContentBytes), status: try choice(.status, MessageStatus.self),
-          createdAt: try time(.createdAt), requestID: try optionalID(.requestId)))
+          id: try id(.id), fromUserID: try id(.fromUserId), toUserID: try id(.toUserId), content: content,
+          status: try choice(.status, MessageStatus.self), createdAt: try time(.createdAt),
+          requestID: try optionalID(.requestId), version: try count(.version, default: 0),
+          editedAt: try optionalTime(.editedAt), deletedAt: deletedAt))
     case .request:
       let createdAt = try time(.createdAt)
       return .request(

@@ -1,0 +1,88 @@
+import ChatMaintenance
+import ChatStore
+import Foundation
+import Testing
+
+/// History format 2 (issue 29): an export carries each message's version, its edit time
+/// and tombstones, never text deleted for everyone; an import applies them to the
+/// messages a file already holds (a newer version, a delete) and a version 1 file still
+/// reads.
+@Suite struct EditedHistoryTests {
+  static let header =
+    #"{"type":"header","format":"chatdb-history","version":2,"schemaVersion":8,"userId":1,"exportedAt":"2026-12-04T03:06:03.549Z","filters":{}}"#
+  static let users = [
+    #"{"type":"user","id":1,"name":"Alice","avatarUrl":null,"lastConnectedAt":null}"#,
+    #"{"type":"user","id":2,"name":"Bob","avatarUrl":null,"lastConnectedAt":null}"#,
+  ]
+  static func message(_ id: Int64, _ extra: String, _ content: String) -> String {
+    #"{"type":"message","id":\#(id),"fromUserId":1,"toUserId":2,"status":"DELIVERED","createdAt":"2026-12-04T03:02:33.364Z",\#(extra)"content":"\#(content)"}"#
+  }
+  static let first: Int64 = 14_320_700_845_654_016
+  static let trailer = #"{"type":"trailer","users":2,"messages":2,"requests":0}"#
+
+  @Test func anExportCarriesVersionsAndTombstonesAndAnImportAppliesThem() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    let before = try folder.write(
+      "before.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, "", "qqoriginal words"), Self.message(Self.first + 1, "", "zzdoomed words"),
+        Self.trailer,
+      ])
+    let after = try folder.write(
+      "after.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, #""version":1,"editedAt":"2026-12-04T03:03:00.000Z","#, "new words"),
+        Self.message(Self.first + 1, #""deletedAt":"2026-12-04T03:04:00.000Z","#, ""), Self.trailer,
+      ])
+    try folder.importFile(before, into: db)
+    try folder.importFile(after, into: db)
+    // Replayed, and an older file after it: nothing moves back.
+    try folder.importFile(after, into: db)
+    try folder.importFile(before, into: db)
+    let rows = try db.query("SELECT content, version, deleted_at IS NOT NULL FROM Messages ORDER BY id") {
+      "\($0.string(0))|\($0.int64(1))|\($0.int64(2))"
+    }
+    #expect(rows == ["new words|1|0", "|0|1"])
+    #expect(try db.query("SELECT version, content FROM MessageEdits") { "\($0.int64(0)) \($0.string(1))" } == [
+      "0 qqoriginal words"
+    ])
+    try db.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
+    #expect(try db.int64("SELECT count(*) FROM MessageSearch WHERE MessageSearch MATCH 'zzdoomed'") == 0)
+    #expect(try db.int64("SELECT count(*) FROM MessageSearch WHERE MessageSearch MATCH 'new'") == 1)
+
+    // The export says so, and holds no deleted text; a new file made from it is the same.
+    let exported = try folder.export(db)
+    let zstd = Process()
+    zstd.executableURL = URL(fileURLWithPath: "/usr/bin/zstd")
+    zstd.arguments = ["-dcq", exported]
+    let pipe = Pipe()
+    zstd.standardOutput = pipe
+    try zstd.run()
+    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    zstd.waitUntilExit()
+    #expect(text.contains(#""version":2"#) && text.contains(#""deletedAt":"2026-12-04T03:04:00.000Z""#))
+    #expect(!text.contains("zzdoomed"))
+    let copy = try HistoryFolder()
+    let copyDB = try copy.database()
+    try copy.importFile(exported, into: copyDB)
+    #expect(
+      try copyDB.query("SELECT content, version, deleted_at IS NOT NULL FROM Messages ORDER BY id") {
+        "\($0.string(0))|\($0.int64(1))|\($0.int64(2))"
+      } == rows)
+  }
+
+  @Test func aTombstoneWithTextIsRefusedNamingTheField() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    let bad = try folder.write(
+      "bad.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, #""deletedAt":"2026-12-04T03:04:00.000Z","#, "still here"),
+        #"{"type":"trailer","users":2,"messages":1,"requests":0}"#,
+      ])
+    #expect {
+      try folder.importFile(bad, into: db)
+    } throws: { "\($0)".contains("bad.ndjson:4") && "\($0)".contains("content") }
+  }
+}
