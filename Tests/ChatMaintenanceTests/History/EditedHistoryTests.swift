@@ -44,9 +44,10 @@ import Testing
       "\($0.string(0))|\($0.int64(1))|\($0.int64(2))"
     }
     #expect(rows == ["new words|1|0", "|0|1"])
-    #expect(try db.query("SELECT version, content FROM MessageEdits") { "\($0.int64(0)) \($0.string(1))" } == [
-      "0 qqoriginal words"
-    ])
+    #expect(
+      try db.query("SELECT version, content FROM MessageEdits") { "\($0.int64(0)) \($0.string(1))" } == [
+        "0 qqoriginal words"
+      ])
     try db.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
     #expect(try db.int64("SELECT count(*) FROM MessageSearch WHERE MessageSearch MATCH 'zzdoomed'") == 0)
     #expect(try db.int64("SELECT count(*) FROM MessageSearch WHERE MessageSearch MATCH 'new'") == 1)
