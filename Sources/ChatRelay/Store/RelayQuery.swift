@@ -102,6 +102,10 @@ enum RelayQuery {
   static let forgetRequests =
     "DELETE FROM RelayRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayRequests.message_id)"
 
+  /// The change records of messages gone and older than the idempotency window.
+  static let forgetChangeRequests =
+    "DELETE FROM RelayChangeRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayChangeRequests.message_id)"
+
   /// Every entry, with a name for reports.
   static let all: [(name: String, sql: String)] = [
     ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
@@ -110,7 +114,8 @@ enum RelayQuery {
     ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove),
     ("markDelivered", markDelivered), ("messageTo", messageTo),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
-    ("statusUpdates", statusUpdates), ("postedByKey", postedByKey), ("changedByKey", changedByKey),
+    ("statusUpdates", statusUpdates), ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
+    ("changedByKey", changedByKey),
     ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),
     ("dropAcknowledgedReceived", dropAcknowledgedReceived), ("dropAcknowledgedSent", dropAcknowledgedSent),

@@ -304,6 +304,8 @@ public enum RelaySchema {
       at TEXT NOT NULL,
       PRIMARY KEY (from_user_id, device_id, request_id)
     ) WITHOUT ROWID;
+    -- Forgotten with the message's idempotency records (the sweep, by message id).
+    CREATE INDEX RelayChangeRequestsByMessage ON RelayChangeRequests(message_id);
 
     -- Status updates gain message_edited (with the version it made) and message_deleted.
     CREATE TABLE RelayStatusUpdates_0005 (

@@ -211,6 +211,7 @@ extension RelayStore {
         try db.execute(RelayQuery.dropPushesUpTo, [last.0])
       }
       try db.execute(RelayQuery.forgetRequests, [MessageID.lowerBound(milliseconds: now - idempotencyWindow)])
+      try db.execute(RelayQuery.forgetChangeRequests, [MessageID.lowerBound(milliseconds: now - idempotencyWindow)])
       if retention == .untilAcknowledged {
         for (user, slowest) in try db.query(RelayQuery.slowestDeviceOfEachUser, [], { ($0.int64(0), $0.int64(1)) }) {
           try dropAcknowledged(of: user, upTo: slowest, db)
@@ -353,9 +354,11 @@ extension RelayStore {
   /// window gets a new message. Returns how many were forgotten.
   @discardableResult
   public func forgetRequests(before messageID: Int64) throws -> Int {
-    try writing("forget old idempotency records in", singleWrite: true) { db in
+    try writing("forget old idempotency records in") { db in
       try db.execute(RelayQuery.forgetRequests, [messageID])
-      return db.changes
+      let forgotten = db.changes
+      try db.execute(RelayQuery.forgetChangeRequests, [messageID])
+      return forgotten
     }
   }
 

@@ -236,6 +236,38 @@ async def main():
         got = await next_event(bob, "new_message")
         assert got["messageId"] == ordered["results"][0]["message"]["messageId"], got
 
+        # Edits and deletes (issue 29): the sender's versions reach the recipient's socket;
+        # only the sender may change a message; a delete wins and the text is gone.
+        target = ordered["results"][0]["message"]["messageId"]
+        status, _, edited = http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                                 body={"requestId": 40, "content": "after b3, edited"})
+        assert status == 200 and edited["update"]["version"] == 1 and edited["replayed"] is False, edited
+        got = await next_event(bob, "message_edited")
+        assert got["messageId"] == target and got["version"] == 1 and got["content"] == "after b3, edited", got
+        status, headers, again = http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                                      body={"requestId": 40, "content": "after b3, edited"})
+        assert status == 200 and again["replayed"] is True and headers.get("idempotent-replayed") == "true", again
+        expect_error(http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                          body={"requestId": 40, "content": "other text"}), 409, "conflict")
+        expect_error(http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                          body={"requestId": 22, "content": "a message's key"}), 409, "conflict")
+        expect_error(http("POST", f"/v2/messages/{target}/edit", token=BOB,
+                          body={"requestId": 41, "content": "not Bob's"}), 403, "forbidden")
+        expect_error(http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                          body={"requestId": 42, "content": ""}), 400, "bad_request")
+        expect_error(http("POST", "/v2/messages/12345/delete", token=ALICE, body={"requestId": 43}), 404, "not_found")
+        status, _, deleted = http("POST", f"/v2/messages/{target}/delete", token=ALICE, body={"requestId": 44})
+        assert status == 200 and deleted["update"]["type"] == "message_deleted", deleted
+        got = await next_event(bob, "message_deleted")
+        assert got["messageId"] == target, got
+        expect_error(http("POST", f"/v2/messages/{target}/edit", token=ALICE,
+                          body={"requestId": 45, "content": "too late"}), 409, "conflict")
+        status, _, page = http("GET", "/v2/messages", token=BOB)
+        tombstone = [m for m in page["messages"] if m["messageId"] == target]
+        assert tombstone and tombstone[0]["content"] == "" and "deletedAt" in tombstone[0], tombstone
+        kinds = [(u["type"], u.get("content")) for u in page["statusUpdates"] if u["messageId"] == target]
+        assert kinds == [("message_edited", None), ("message_deleted", None)], kinds  # the edit's text is erased
+
         # Profiles: self and contacts only.
         status, _, profile = http("GET", "/v2/users/2", token=ALICE)
         assert status == 200 and profile["id"] == 2 and profile["name"] == "Bob" and "avatarUrl" in profile and "lastConnectedAt" in profile, profile
