@@ -16,8 +16,10 @@ enum EvictCommand: ParsableCommand {
     whole conversations, least recently active first (the size after is estimated from \
     the pages the rows use: when the file still does not fit, the result says so and \
     running again deletes more); --keep-last N protects the newest N \
-    messages of every conversation from all of it. Outbox requests and users are never \
-    touched. Deletes run in short transactions (aiming at \(Int(Evictor.Options().targetChunkMillis)) ms, stopped \
+    messages of every conversation from all of it; --edit-history-older-than purges the \
+    older versions of edited messages made before now minus AGE (the messages keep \
+    their latest text; the purged text is zeroed in the file). Outbox requests and users \
+    are never touched. Deletes run in short transactions (aiming at \(Int(Evictor.Options().targetChunkMillis)) ms, stopped \
     and redone smaller past \(Int(Evictor.Options().interruptAfterMillis)) ms) so chat-sync can keep \
     writing; an interrupted run leaves a consistent file and running it again finishes \
     the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
@@ -31,6 +33,7 @@ enum EvictCommand: ParsableCommand {
     "chatdb evict --user 42 --older-than 1y --dry-run",
     "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
     "chatdb evict --all --older-than 90d --jobs 2",
+    "chatdb evict --user 42 --edit-history-older-than 30d",
   ]
 
   struct Options: ParsableOptions {
@@ -58,6 +61,13 @@ enum EvictCommand: ParsableCommand {
         }
         return id
       }
+      policy.editHistoryOlderThan = o.option(
+        "--edit-history-older-than", valueName: "age",
+        help: "Purge the older versions of edited messages made before this age (12h, 90d, 6w, 1y)."
+      ) { text -> Int64? in
+        guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
+        return age
+      }
       policy.keepLast =
         o.option(
           "--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages.",
@@ -81,7 +91,9 @@ enum EvictCommand: ParsableCommand {
     func validate() throws {
       try store.validate()
       if policy.isEmpty {
-        throw ValidationError("Missing a policy: '--older-than <age>', '--max-size <size>' or '--conversation <id>'")
+        throw ValidationError(
+          "Missing a policy: '--older-than <age>', '--max-size <size>', '--conversation <id>' or '--edit-history-older-than <age>'"
+        )
       }
       if policy.leastRecent && policy.maxSize == nil {
         throw ValidationError("'--least-recent' needs '--max-size <size>'")
@@ -173,6 +185,10 @@ enum EvictCommand: ParsableCommand {
     text += "\nsize now \(ByteCount.format(plan.fileBytes)) (\(ByteCount.format(plan.freeBytes)) in free pages)"
     if let expected = plan.expectedSize { text += "; expected after: about \(ByteCount.format(expected))" }
     if let target = plan.policy.maxSize { text += "; target \(ByteCount.format(target))" }
+    if plan.policy.editHistoryOlderThan != nil {
+      text +=
+        "\nwould purge \(plan.editVersions.grouped) older versions of edited messages (\(ByteCount.format(plan.editBytes)) of text)"
+    }
     if let note = plan.note { text += "\nNote: \(note)" }
     if let unknown = unknownText(plan) { text += "\nNote: \(unknown)" }
     return text
@@ -190,6 +206,9 @@ enum EvictCommand: ParsableCommand {
     if let target = r.plan.policy.maxSize, let reached = r.targetReached {
       text +=
         "\ntarget \(ByteCount.format(target)): \(reached ? "reached" : "NOT reached"), database file \(ByteCount.format(r.fileSizeAfter))"
+    }
+    if r.plan.policy.editHistoryOlderThan != nil {
+      text += "\npurged \(r.purgedEditVersions.grouped) older versions of edited messages"
     }
     if let note = r.note { text += "\nNote: \(note)" }
     if let unknown = unknownText(r.plan) { text += "\nNote: \(unknown)" }
@@ -239,6 +258,9 @@ enum EvictCommand: ParsableCommand {
       var note: String?
       var unknownConversations: [Int64]
       var conversations: [Conversation]
+      /// With --edit-history-older-than: the older versions that would go, and their text's bytes.
+      var editVersions: Int64?
+      var editBytes: Int64?
     }
 
     /// What was deleted, how long the write lock was held, and the sizes before and after.
@@ -268,6 +290,8 @@ enum EvictCommand: ParsableCommand {
       var cutoff: String?
       var seconds: Double
       var conversations: [Conversation]
+      /// With --edit-history-older-than: older versions purged (besides those that went with their message).
+      var purgedEditVersions: Int64?
     }
 
     static var example: Result {
@@ -309,7 +333,9 @@ extension EvictCommand.Result.Plan {
       note: plan.note, unknownConversations: plan.unknownConversations,
       conversations: plan.conversations.map {
         Conversation(id: $0.id, messages: $0.messages, bytes: $0.bytes, lastId: $0.lastID)
-      })
+      },
+      editVersions: plan.policy.editHistoryOlderThan == nil ? nil : plan.editVersions,
+      editBytes: plan.policy.editHistoryOlderThan == nil ? nil : plan.editBytes)
   }
 }
 
@@ -325,6 +351,7 @@ extension EvictCommand.Result.Evicted {
       seconds: (seconds * 1000).rounded() / 1000,
       conversations: r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
         Conversation(id: $0.key, messages: $0.value)
-      })
+      },
+      purgedEditVersions: r.plan.policy.editHistoryOlderThan == nil ? nil : r.purgedEditVersions)
   }
 }

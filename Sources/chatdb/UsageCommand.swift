@@ -213,6 +213,7 @@ enum UsageCommand: ParsableCommand {
       Reclaimable:    about \(ByteCount.format(r.reclaimableBytes)) by 'chatdb vacuum'
       Contents:       \(r.messages.grouped) messages in \(r.conversations.filter { $0.messages > 0 }.count) conversations, \(r.requests.grouped) outbox requests
       Search index:   \(ByteCount.format(r.searchIndexBytes)) (MessageSearch, MessageSearchCJK, RequestSearch: FTS5 shadow tables)
+      Edit history:   \(ByteCount.format(r.editHistoryBytes)) (MessageEdits: the versions edits replaced)
 
 
       """
@@ -291,6 +292,8 @@ enum UsageCommand: ParsableCommand {
     var messages: Int64
     var requests: Int64
     var searchIndexBytes: Int64
+    /// Bytes of `MessageEdits`, the versions edits replaced.
+    var editHistoryBytes: Int64
     var tables: [Table]
     /// The largest first; with `--all`, the `--top` largest.
     var conversations: [Conversation]
@@ -300,7 +303,7 @@ enum UsageCommand: ParsableCommand {
         fileBytes: 52_428_800, walBytes: 4_120_032, shmBytes: 32_768, totalBytes: 56_548_832, pageSize: 4096,
         pageCount: 12_800, freePages: 256, freeBytes: 1_048_576, unusedBytes: 2_211_840, fragmentedBytes: 3_260_416,
         reclaimableBytes: 1_310_720, pointerMapBytes: 0, autoVacuum: "incremental", messages: 180_000,
-        requests: 3, searchIndexBytes: 9_437_184,
+        requests: 3, searchIndexBytes: 9_437_184, editHistoryBytes: 40_960,
         tables: [Table(name: "Messages", table: "Messages", index: false, bytes: 31_457_280, unusedBytes: 1_572_864)],
         conversations: [
           Conversation(
@@ -352,7 +355,7 @@ extension UsageCommand.Result {
       pageSize: r.pageSize, pageCount: r.pageCount, freePages: r.freePages, freeBytes: r.freeBytes,
       unusedBytes: r.unusedBytes, fragmentedBytes: r.fragmentedBytes, reclaimableBytes: r.reclaimableBytes,
       pointerMapBytes: r.pointerMapBytes, autoVacuum: r.autoVacuum, messages: r.messages, requests: r.requests,
-      searchIndexBytes: r.searchIndexBytes,
+      searchIndexBytes: r.searchIndexBytes, editHistoryBytes: r.editHistoryBytes,
       tables: r.btrees.map {
         Table(name: $0.name, table: $0.table, index: $0.isIndex, bytes: $0.bytes, unusedBytes: $0.unusedBytes)
       },

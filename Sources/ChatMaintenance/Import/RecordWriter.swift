@@ -368,8 +368,13 @@ public final class RecordWriter {
         [m.id], { ($0.string(0), $0.int64(1), $0.optionalString(2), $0.optionalString(3), $0.string(4)) }),
       stored.3 == nil
     else { return false }
+    // The text replaced (by a delete, or an edit: it goes to the history, which a later
+    // purge erases) leaves no bytes in the page it was in.
+    try db.execute("PRAGMA secure_delete = ON")
+    // The row may have been inserted by this batch (the same id twice in a file): its index
+    // entry goes in first, so the deletion marker below meets it.
+    try search.flush()
     if let deletedAt = m.deletedAt {
-      try db.execute("PRAGMA secure_delete = ON")
       try search.deletedMessage(id: m.id, content: stored.0)
       try db.execute("DELETE FROM MessageEdits WHERE message_id = ?", [m.id])
       try db.execute(
@@ -445,10 +450,11 @@ public final class RecordWriter {
     // and the rows the statement returned are indexed. Settle each one (a row this
     // statement inserted has the same status and is left alone).
     if inserted > 0 {
-      let new = Set(insertedIDs)
+      var new = Set(insertedIDs)
       for (m, _, segments) in pendingMessages {
         summaries.changed(conversation: m.conversationID(owner: owner))
-        if new.contains(m.id) { try search.insertedMessage(id: m.id, segments: segments) }
+        // Once per row, also when the batch names it twice.
+        if new.remove(m.id) != nil { try search.insertedMessage(id: m.id, segments: segments) }
       }
     }
     var advanced: Int64 = 0

@@ -50,6 +50,10 @@ public struct EvictionPlan: Sendable {
   /// Set when the plan is simply "every message with an id up to this": no scope, no
   /// keep-last, no size step. The executor then deletes plain id ranges.
   public var uniformLastID: Int64?
+  /// With `editHistoryOlderThan`: the older versions made before its cutoff, and their
+  /// text's bytes, that go (with their message, or alone).
+  public var editVersions: Int64 = 0
+  public var editBytes: Int64 = 0
 }
 
 /// Turns a policy into an `EvictionPlan` for one file.
@@ -106,6 +110,17 @@ public struct EvictionPlanner {
 
   /// The plan, with a known footprint.
   func plan(_ policy: EvictionPolicy, footprint: Footprint?) throws -> EvictionPlan {
+    var plan = try planMessages(policy, footprint: footprint)
+    if let cutoff = policy.editHistoryCutoff {
+      (plan.editVersions, plan.editBytes) =
+        try db.prepare(
+          "SELECT count(*), coalesce(sum(length(CAST(content AS BLOB))), 0) FROM MessageEdits WHERE edited_at < ?1"
+        ).first([cutoff]) { ($0.int64(0), $0.int64(1)) } ?? (0, 0)
+    }
+    return plan
+  }
+
+  private func planMessages(_ policy: EvictionPolicy, footprint: Footprint?) throws -> EvictionPlan {
     let pageSize = try db.int64("PRAGMA page_size") ?? 4096
     let pageCount = try db.int64("PRAGMA page_count") ?? 0
     let freePages = try db.int64("PRAGMA freelist_count") ?? 0

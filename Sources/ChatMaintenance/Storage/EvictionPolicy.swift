@@ -29,13 +29,28 @@ public struct EvictionPolicy: Sendable, Equatable {
   public var keepLast: Int = 0
   /// With `maxSize`: remove whole conversations, least recently active first.
   public var leastRecent = false
+  /// Purge the edit history (`MessageEdits`: the versions edits replaced) made more than
+  /// this many milliseconds before `now`; the messages keep their latest text.
+  public var editHistoryOlderThan: Int64?
   /// The time ages are measured from (injectable so runs repeat).
   public var now: Date = Date()
 
   public init() {}
 
   /// Whether the policy selects anything at all.
-  public var isEmpty: Bool { olderThan == nil && maxSize == nil && conversations.isEmpty }
+  public var isEmpty: Bool {
+    olderThan == nil && maxSize == nil && conversations.isEmpty && editHistoryOlderThan == nil
+  }
+
+  /// Whether the policy deletes messages (not only edit history).
+  public var deletesMessages: Bool { olderThan != nil || maxSize != nil || !conversations.isEmpty }
+
+  /// The edit history's cutoff as stored text: versions made strictly before it go.
+  public var editHistoryCutoff: String? {
+    editHistoryOlderThan.map {
+      Timestamp.string(milliseconds: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) - $0)
+    }
+  }
 
   /// The cutoff time as stored text: messages created strictly before it are old.
   public var cutoff: String? {

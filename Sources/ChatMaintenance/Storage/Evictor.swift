@@ -52,6 +52,9 @@ public struct EvictionResult: Sendable {
   /// Planning and deleting passes: always 1, the plan is executed as planned (kept
   /// for the JSON output).
   public var passes: Int
+  /// Versions of edited messages purged from the edit history (`editHistoryOlderThan`),
+  /// besides those that went with their message.
+  public var purgedEditVersions: Int64 = 0
   /// Why a target was missed, or why space was not reclaimed.
   public var note: String?
 }
@@ -195,12 +198,14 @@ public final class Evictor {
       throw error
     }
     if plan.messages > 0 { try merging(.normal) }
+    let purged = try purgeEditHistory(policy, settings: &settings)
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
     var note: String?
-    // The search indexes keep a deleted row's entries until their segments merge.
-    if deleted > 0 {
+    // The search indexes keep a deleted row's entries until their segments merge (and
+    // the words of versions an edit replaced: merged too once their history is purged).
+    if deleted > 0 || purged > 0 {
       if try db.int64("SELECT EXISTS (SELECT 1 FROM Messages)") == 0 {
         // Every message gone: each entry meets its deletion marker, so FTS5's merge would
         // read the whole index and write nothing, in one step no deadline can stop (its
@@ -236,7 +241,8 @@ public final class Evictor {
       maxChunkMillis: maxChunkMillis, p99ChunkMillis: percentile99(), slowChunks: chunkMillis.filter { $0 > 50 }.count,
       interruptedChunks: interrupted,
       vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
-      fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1, note: note)
+      fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1,
+      purgedEditVersions: purged, note: note)
   }
 
   // MARK: - Deleting in chunks
@@ -581,6 +587,29 @@ public final class Evictor {
 
   /// Copies the WAL into the file without holding the write lock, then truncates it
   /// (a short wait for the lock: little is left to copy).
+  /// Deletes the edit history older than the policy's cutoff, 1,000 versions a short
+  /// transaction, with `secure_delete` on: the text of a version replaced by an edit is
+  /// not left in the file's free bytes (the final checkpoint truncates the WAL).
+  private func purgeEditHistory(_ policy: EvictionPolicy, settings: inout ConnectionSettings) throws -> Int64 {
+    guard let cutoff = policy.editHistoryCutoff else { return 0 }
+    try settings.set("secure_delete", 1)
+    let delete = try db.prepare(
+      """
+      DELETE FROM MessageEdits WHERE (message_id, version) IN (
+        SELECT message_id, version FROM MessageEdits WHERE edited_at < ?1 LIMIT 1000)
+      """)
+    var purged: Int64 = 0
+    while true {
+      let changed =
+        try inChunk(stoppable: false) {
+          try delete.execute([cutoff])
+          return Int(db.changes)
+        }?.0 ?? 0
+      purged += Int64(changed)
+      if changed < 1000 { return purged }
+    }
+  }
+
   private func checkpoint() throws {
     try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

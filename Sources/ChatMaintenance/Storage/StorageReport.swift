@@ -100,6 +100,11 @@ public struct StorageReport: Sendable {
     btrees.filter { $0.isIndex && Self.searchIndexOwner(of: $0.name) != nil }.reduce(0) { $0 + $1.bytes }
   }
 
+  /// Bytes of the edit history (`MessageEdits`: the versions edits replaced, migration 0008).
+  public var editHistoryBytes: Int64 {
+    btrees.filter { $0.name == "MessageEdits" }.reduce(0) { $0 + $1.bytes }
+  }
+
   /// For a search index's shadow table (`MessageSearch_data`, `RequestSearch_idx`, …):
   /// the table the index is over, as an index; nil for any other name.
   static func searchIndexOwner(of name: String) -> (String, Bool)? {

@@ -86,4 +86,40 @@ import Testing
       try folder.importFile(bad, into: db)
     } throws: { "\($0)".contains("bad.ndjson:4") && "\($0)".contains("content") }
   }
+
+  @Test func evictPurgesOldVersionsAndLeavesNoneOfTheirText() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    let before = try folder.write(
+      "before.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, "", "qqoriginal words"), Self.message(Self.first + 1, "", "kept words"),
+        Self.trailer,
+      ])
+    let after = try folder.write(
+      "after.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, #""version":1,"editedAt":"2026-12-04T03:03:00.000Z","#, "new words"),
+        Self.message(Self.first + 1, "", "kept words"), Self.trailer,
+      ])
+    try folder.importFile(before, into: db)
+    try folder.importFile(after, into: db)
+    var policy = EvictionPolicy()
+    policy.editHistoryOlderThan = EvictionPolicy.age("1h")
+    policy.now = Date(timeIntervalSince1970: 1_780_000_000)  // 2026-05-28: the history is newer
+    #expect(try db.read { try EvictionPlanner(database: $0).plan(policy) }.editVersions == 0)
+    policy.now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027-01-15
+    let plan = try db.read { try EvictionPlanner(database: $0).plan(policy) }
+    #expect(plan.editVersions == 1 && plan.editBytes == 16 && plan.messages == 0)
+    let result = try Evictor(database: db).run(policy)
+    #expect(result.purgedEditVersions == 1 && result.deletedMessages == 0)
+    #expect(try db.int64("SELECT count(*) FROM MessageEdits") == 0)
+    #expect(try db.int64("SELECT count(*) FROM Messages") == 2)
+    let bytes =
+      (FileManager.default.contents(atPath: db.path) ?? Data())
+      + (FileManager.default.contents(atPath: db.path + "-wal") ?? Data())
+    #expect(bytes.range(of: Data("qqoriginal".utf8)) == nil, "the purged version's text is still in the file")
+    #expect(bytes.range(of: Data("kept words".utf8)) != nil)
+    try db.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
+  }
 }
