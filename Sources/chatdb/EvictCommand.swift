@@ -32,8 +32,7 @@ enum EvictCommand: ParsableCommand {
   static let examples = [
     "chatdb evict --user 42 --older-than 1y --dry-run",
     "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
-    "chatdb evict --all --older-than 90d --jobs 2",
-    "chatdb evict --user 42 --edit-history-older-than 30d",
+    "chatdb evict --all --older-than 90d --edit-history-older-than 30d --jobs 2",
   ]
 
   struct Options: ParsableOptions {

@@ -13,11 +13,14 @@ enum GenerateCommand: ParsableCommand {
     standard output or '-o FILE' (zstd-compressed when FILE ends in .zst). With \
     '--users N' it makes a fleet of files chats-1.db … chats-N.db in the data folder, \
     --jobs at a time. Generating into a file that holds another history (another \
-    --seed) is refused as a conflict (65) once the first clash is met.
+    --seed) is refused as a conflict (65) once the first clash is met. --edit-rate and \
+    --delete-rate edit or delete that share of the messages (each written as sent, then \
+    again as edited or as a tombstone), from random streams of their own: without them a \
+    seed gives the history it always gave.
     """
 
   static let examples = [
-    "chatdb generate --user 1 --messages 100000 --seed 7",
+    "chatdb generate --user 1 --messages 100000 --seed 7 --edit-rate 0.02 --delete-rate 0.01",
     "chatdb generate --users 50 --jobs 2",
     "chatdb generate --user 1 --format ndjson -o history.ndjson.zst",
   ]
@@ -78,6 +81,18 @@ enum GenerateCommand: ParsableCommand {
       {
         generator.failed = n
       }
+      if let rate = o.option(
+        "--edit-rate", valueName: "r", help: "Share of messages edited once by their sender, 0 to 1 (default 0).",
+        parse: GenerateCommand.rate)
+      {
+        generator.editRate = rate
+      }
+      if let rate = o.option(
+        "--delete-rate", valueName: "r", help: "Share of messages deleted for everyone, 0 to 1 (default 0).",
+        parse: GenerateCommand.rate)
+      {
+        generator.deleteRate = rate
+      }
       ndjson =
         o.option("--format", valueName: "format", help: "'ndjson' to write NDJSON instead of a database.") {
           text -> Bool? in
@@ -96,6 +111,9 @@ enum GenerateCommand: ParsableCommand {
     }
 
     func validate() throws {
+      if generator.editRate + generator.deleteRate > 1 {
+        throw ValidationError("'--edit-rate' and '--delete-rate' add up to more than 1")
+      }
       if output != nil && !ndjson { throw ValidationError("'--output <file>' needs '--format ndjson'") }
       if fleet != nil {
         if store.user != nil || store.db != nil {
@@ -112,6 +130,13 @@ enum GenerateCommand: ParsableCommand {
 
   /// The latest `--end` whose message ids still fit (see `MessageID`).
   static let latestEnd = Timestamp.string(milliseconds: HistoryGenerator.maximumEnd)
+
+  static func rate(_ text: String) throws -> Double? {
+    guard let rate = Double(text), rate >= 0, rate <= 1 else {
+      throw InvalidValue("expected a share from 0 to 1, like 0.02")
+    }
+    return rate
+  }
 
   static func end(_ text: String) throws -> Int64? {
     guard let ms = Timestamp.milliseconds(from: text) else { throw InvalidValue("expected a date like 2026-01-31") }

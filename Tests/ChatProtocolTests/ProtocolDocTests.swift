@@ -149,6 +149,10 @@ import Testing
   static let update = StatusUpdate(
     sequence: 12, type: .messageDelivered, messageId: 9, conversationId: 2, at: "2026-01-31T12:00:01.000Z")
 
+  static let edited = StatusUpdate(
+    sequence: 57, type: .messageEdited, messageId: 9, conversationId: 2, at: "2026-01-31T12:03:00.000Z", version: 1,
+    content: "Hi, all")
+
   /// Every HTTP body of the protocol.
   static let bodies: [WireType] = [
     WireType(message), WireType(user),
@@ -167,12 +171,15 @@ import Testing
     WireType(UserList(users: [user])), WireType(TokenOwner(user: user, device: DeviceInfo(id: 3, name: "laptop"))),
     WireType(Health()),
     WireType(PushNotice(toUserId: 2, messageId: 9, fromUserId: 1, unread: 3)),
+    WireType(MessageEditPost(requestId: 31, content: "Hi, all")), WireType(MessageDeletePost(requestId: 32)),
+    WireType(MessageChangeAnswer(fromMessageRequestId: 31, update: edited, replayed: false)),
   ]
 
   /// A value of each server → client event type, by type.
   static let serverEvents: [String: ServerEvent] = Dictionary(
     uniqueKeysWithValues: [
       ServerEvent.newMessage(message), .messageDelivered(update), .messageRead(update), .conversationRead(update),
+      .messageEdited(edited), .messageDeleted(update),
       .contactStatusUpdate(
         ContactStatus(userId: 2, online: true, lastSeenAt: nil, typing: true, typingExpiresInMs: 5_000)),
       .deliveryAcknowledged(MessageIDs(messageIds: [9])), .readAcknowledged(ReadMark(conversationId: 2, upTo: 9)),

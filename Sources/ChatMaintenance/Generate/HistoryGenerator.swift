@@ -62,6 +62,12 @@ public struct HistoryGenerator: Sendable {
     public var pending: Int = 20
     /// FAILED outbox requests at the end.
     public var failed: Int = 5
+    /// The share of messages edited once by their sender (0 to 1): the message is
+    /// emitted as sent, then again as version 1 with a new text, a few minutes later.
+    public var editRate: Double = 0
+    /// The share of messages deleted for everyone (0 to 1, with `editRate` at most 1):
+    /// emitted as sent, then again as a tombstone.
+    public var deleteRate: Double = 0
 
     public init(owner: Int64, contacts: Int, messages: Int, seed: UInt64) {
       self.owner = owner
@@ -120,6 +126,7 @@ public struct HistoryGenerator: Sendable {
   /// How many records `generate` will emit (users + messages + requests), for progress bars.
   public var recordCount: Int64 {
     Int64(1 + contactCount) + Int64(messageCount) + Int64(pendingCount + failedCount)
+      + Int64((Double(messageCount) * (options.editRate + options.deleteRate)).rounded())
   }
 
   /// The id of the contact at `index` (0-based): above the owner while ids fit, then below.
@@ -151,6 +158,11 @@ public struct HistoryGenerator: Sendable {
     var requestID: Int64 = 0
     var timeline = makeTimeline()
     let owner = options.owner
+    // Edits and deletes draw from streams of their own: without them, a seed gives the
+    // history it always gave.
+    let changing = options.editRate > 0 || options.deleteRate > 0
+    var changes = HistoryRandom(seed: options.seed, stream: .changes)
+    var changeText = HistoryRandom(seed: options.seed ^ 0x5EED_ED17, stream: .text)
     while let slot = timeline.next() {
       let id = MessageID.make(milliseconds: slot.milliseconds, sequence: slot.sequence)
       let content = text.compose(&textRandom, scratch: scratch)
@@ -171,6 +183,22 @@ public struct HistoryGenerator: Sendable {
           status: index >= profiles.firstUnread[slot.contact] ? .delivered : .read, createdAt: createdAt)
       }
       try emit(.message(message))
+      if changing {
+        let draw = changes.unit()
+        if draw < options.deleteRate + options.editRate {
+          var changed = message
+          let at = timestamps.string(slot.milliseconds + changes.within(1_000...600_000))
+          if draw < options.deleteRate {
+            changed.content = ""
+            changed.deletedAt = at
+          } else {
+            changed.content = text.compose(&changeText, scratch: scratch)
+            changed.version = 1
+            changed.editedAt = at
+          }
+          try emit(.message(changed))
+        }
+      }
     }
 
     try generateOutbox(after: tally.lastMilliseconds ?? start, firstRequestID: requestID + 1, ids: profiles.ids, emit)

@@ -20,6 +20,7 @@ struct HistoryRandom: Sendable {
     case text = 2
     case contacts = 3
     case outbox = 4
+    case changes = 5
   }
 
   init(seed: UInt64, stream: Stream) { self.init(seed: seed, streamNumber: stream.rawValue) }

@@ -414,8 +414,14 @@ public final class RecordWriter {
       if generated { throw GeneratedRecordConflict(clash: "a different message with request id \(m.requestID ?? 0)") }
       throw RecordError("field 'requestId': \(m.requestID ?? 0) already belongs to another message", line: line)
     }
-    if generated && stored != (m.fromUserID, m.toUserID, m.content, m.createdAt) {
-      throw GeneratedRecordConflict(clash: "a different message with id \(m.id)")
+    // A generated edit or delete names the message just written, with other text; a
+    // message edited or deleted so (generating again) keeps its parties and time.
+    if generated && m.version == 0 && m.deletedAt == nil && stored != (m.fromUserID, m.toUserID, m.content, m.createdAt)
+    {
+      let changedSince = try storedText.first([m.id]) { $0.int64(1) > 0 || !$0.isNull(3) } ?? false
+      guard changedSince && stored.0 == m.fromUserID && stored.1 == m.toUserID && stored.3 == m.createdAt else {
+        throw GeneratedRecordConflict(clash: "a different message with id \(m.id)")
+      }
     }
     let advanced = try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true
     let changed = try applyChange(m)

@@ -122,4 +122,32 @@ import Testing
     #expect(bytes.range(of: Data("kept words".utf8)) != nil)
     try db.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
   }
+
+  @Test func generateEditsAndDeletesAtTheirRatesAndKeepsOldSeeds() throws {
+    let folder = try HistoryFolder()
+    var options = HistoryGenerator.Options(owner: 1, contacts: 6, messages: 3_000, seed: 11)
+    options.pending = 0
+    options.failed = 0
+    let plain = try folder.database(owner: 1)
+    _ = try RecordWriter(database: plain, owner: 1).write { emit in try HistoryGenerator(options).generate(emit) }
+    options.editRate = 0.1
+    options.deleteRate = 0.05
+    let changedFolder = try HistoryFolder()
+    let changed = try changedFolder.database(owner: 1)
+    let write = {
+      try RecordWriter(database: changed, owner: 1).write { emit in try HistoryGenerator(options).generate(emit) }
+    }
+    _ = try write()
+    _ = try write()  // again: the same seed into the same file changes nothing and clashes with nothing
+    let edited = try changed.int64("SELECT count(*) FROM Messages WHERE version = 1") ?? 0
+    let deleted = try changed.int64("SELECT count(*) FROM Messages WHERE deleted_at IS NOT NULL AND content = ''") ?? 0
+    #expect((200...400).contains(edited) && (75...225).contains(deleted), "\(edited) edited, \(deleted) deleted")
+    #expect(try changed.int64("SELECT count(*) FROM MessageEdits") == edited)
+    // The same ids and times as without changes: the seed's history is the same one.
+    let ids = { (db: Database) in
+      try db.query("SELECT id, created_at FROM Messages ORDER BY id") { "\($0.int64(0)) \($0.string(1))" }
+    }
+    #expect(try ids(changed) == ids(plain))
+    try changed.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
+  }
 }
