@@ -52,10 +52,18 @@ import argparse, os, random, shutil, signal, socket, sqlite3, subprocess, sys, t
 RANK = {"SYNCED": 0, "DELIVERED": 1, "READ": 2}
 NAME = {-1: "absent", 0: "SYNCED", 1: "DELIVERED", 2: "READ"}
 KINDS = ["lost", "duplicated", "misplaced", "id_mismatch", "misattributed", "reordered", "status_backwards", "vanished",
+         "edit_lost", "edit_duplicated", "delete_lost", "text_left",
          "premature_delivered", "premature_read", "not_read_at_end", "outbox_left", "relay_left", "check_failed",
          "client_exit", "relay_exit"]
-MESSAGES_SQL = "SELECT id, from_user_id, to_user_id, content, status FROM Messages ORDER BY id"
-OUTBOX_SQL = "SELECT request_id, to_user_id, content, status FROM MessageRequests ORDER BY request_id"
+MESSAGES_SQL = "SELECT id, from_user_id, to_user_id, content, status, deleted_at FROM Messages ORDER BY id"
+# The outbox: new messages, and edits and deletes waiting to be sent (to: the message they change).
+OUTBOX_SQL = ("SELECT request_id, to_user_id, content, status FROM MessageRequests UNION ALL "
+              "SELECT request_id, message_id, coalesce(content, 'delete for everyone'), status FROM MessageChanges ORDER BY 1")
+CHANGES_SQL = "SELECT id, version, content, deleted_at IS NOT NULL FROM Messages WHERE version > 0 OR deleted_at IS NOT NULL"
+EDIT_MARK = " /e"  # an edit's text is the sent content, this mark and the edit's number
+# id -> the content it was sent with, for messages the driver deletes for everyone: their
+# tombstones hold no text, and the checks know a message by the content it was sent with.
+TOMBSTONES = {}
 RELAY_BUSY_TIMEOUT = 5.0  # Database.defaultBusyTimeout, used by RelayStore
 DEFAULT_DEVICES = "1,2,3,2"  # devices per user, cycled over the users
 
@@ -322,7 +330,8 @@ def self_test():
             rounds.append(snap)
         return rounds
 
-    def run(final=None, rounds=None, relay_left=(), failed=(), events=(), maybe=()):
+    def run(final=None, rounds=None, relay_left=(), failed=(), events=(), maybe=(), changes=None):
+        """changes: (edits, deleted, {device: read_changes}, file_bytes) for check_changes."""
         final = final or good_final()
         rounds = rounds or good_rounds()
         h = History(keys)
@@ -335,7 +344,20 @@ def self_test():
         check_final(sent, set(maybe), final, list(relay_left), list(failed), a)
         check_history(h, a)
         check_processes(list(events), a)
+        edits, deleted, changed, file_bytes = changes or ({}, {}, {}, {})
+        check_changes(edits, deleted, final, changed, file_bytes, a)
         return a
+
+    # Edits and deletes: a (101, 1->2) edited twice, b (102, 1->2) deleted for everyone.
+    def change_data(fn=None):
+        edits, deleted = {"a": ["a /e1", "a /e2"]}, {"b": 102}
+        changes = {k: {101: (2, "a /e2", False), 102: (0, "", True)} for k in keys if k[0] in (1, 2)}
+        file_bytes = {"relay.db": b"", **{dev(k): b"" for k in keys}}
+        data = [edits, deleted, changes, file_bytes]
+        if fn:
+            fn(data)
+        edits, deleted, changes, file_bytes = data
+        return (edits, deleted, changes, file_bytes)
 
     def plant(fn):
         f = good_final()
@@ -396,11 +418,22 @@ def self_test():
          run(final=plant(lambda f: f[(2, 1)]["messages"].__setitem__(1, f[(2, 1)]["messages"][1][:4] + ("DELIVERED",))))),
         ("outbox_left", "a request left on user 1's second device", run(final=plant(lambda f: f[(1, 2)]["outbox"].append((7, 2, "g", "FAILED"))))),
         ("relay_left", "an undelivered relay row", run(relay_left=[(105, 1, 2)])),
+        ("edit_lost", "a shows its first edit on the recipient's second device",
+         run(changes=change_data(lambda d: d[2][(2, 2)].__setitem__(101, (1, "a /e1", False))))),
+        ("edit_duplicated", "a at version 3 after two edits on the sender's first device",
+         run(changes=change_data(lambda d: d[2][(1, 1)].__setitem__(101, (3, "a /e2", False))))),
+        ("delete_lost", "b not a tombstone on the recipient's first device",
+         run(changes=change_data(lambda d: d[2][(2, 1)].pop(102)))),
+        ("text_left", "b's text in the bytes of relay.db",
+         run(changes=change_data(lambda d: d[3].__setitem__("relay.db", b"xx b xx")))),
         ("check_failed", "a failed check", run(failed=["chatdb check --full of user 2's device 2's file exited 4"])),
         ("client_exit", "a run that exited", run(events=[("client_exit", "chat-sync run on user 2's device 2 exited 77")])),
         ("relay_exit", "the relay that exited", run(events=[("relay_exit", "chat-relay serve exited 70")])),
     ]
     baseline = run()
+    clean_changes = run(changes=change_data())
+    if any(clean_changes.values()):
+        baseline = clean_changes
     ok = True
     if any(baseline.values()):
         ok = False
@@ -608,8 +641,58 @@ class Proc:
         return why[-1] if why else " | ".join(lines[-n:])
 
 
+def identity(mid, content, deleted):
+    """The content a message was sent with: an edit's text starts with it; a tombstone's is known by id."""
+    return TOMBSTONES.get(mid, content) if deleted else content.split(EDIT_MARK)[0]
+
+
+def read_changes(db):
+    """{id: (version, content, deleted)} of a client file's edited and deleted messages, read-only."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return {m[0]: m[1:] for m in con.execute(CHANGES_SQL).fetchall()}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def check_changes(edits, deleted, final, changes, file_bytes, anomalies):
+    """edits: {content: [edit texts, in queue order]} (all from one device of the sender);
+    deleted: {content: id} deleted for everyone; final as check_final's; changes: {device:
+    read_changes}; file_bytes: {name: bytes of a file and its -wal}. On every device of both
+    parties an edited message shows its last edit as version len(edits) (fewer: edit_lost,
+    more: edit_duplicated); a deleted one is a tombstone (delete_lost); no text of a deleted
+    message (as sent or edited) is in any file's bytes (text_left)."""
+    devs = devices_by_user(final)
+    for c, texts in edits.items():
+        if c in deleted:
+            continue
+        for k in final:
+            rows = [row for row in final[k]["messages"] if row[3] == c]
+            if len(rows) != 1 or k[0] not in (rows[0][1], rows[0][2]):
+                continue  # lost or misplaced: check_final says so
+            version, content, _ = (changes.get(k) or {}).get(rows[0][0], (0, c, False))
+            if version > len(texts):
+                anomalies["edit_duplicated"].append(f"{c} on {dev(k)}: version {version} after {len(texts)} edit(s)")
+            elif version < len(texts) or content != texts[-1]:
+                anomalies["edit_lost"].append(
+                    f"{c} on {dev(k)}: shows {content!r} (version {version}); last edit {texts[-1]!r} (version {len(texts)})")
+    for c, mid in deleted.items():
+        for k in final:
+            rows = [row for row in final[k]["messages"] if row[0] == mid]
+            if rows and not (changes.get(k) or {}).get(mid, (0, "", False))[2]:
+                anomalies["delete_lost"].append(f"{c} (message {mid}) on {dev(k)}: not a tombstone")
+        for text in [c] + edits.get(c, []):
+            for name, data in file_bytes.items():
+                if text.encode() in data:
+                    anomalies["text_left"].append(f"{text!r} of deleted message {mid}: still in the bytes of {name}")
+
+
 def read_file(db):
-    """(snapshot {id: (from, to, content, status)}, outbox rows) of a client file, read-only; None when unreadable."""
+    """(snapshot {id: (from, to, content, status)}, outbox rows) of a client file, read-only; None when unreadable.
+    `content` is the content a message was sent with (`identity`), also once edited or deleted."""
     if not os.path.exists(db):
         return {}, []
     try:
@@ -623,7 +706,7 @@ def read_file(db):
             con.close()
     except sqlite3.Error:
         return None, None
-    return {m[0]: m[1:] for m in msgs}, outbox
+    return {m[0]: (m[1], m[2], identity(m[0], m[3], m[5] is not None), m[4]) for m in msgs}, outbox
 
 
 def main():
@@ -836,6 +919,56 @@ def main():
                 with sent_lock:
                     sends_left[0] -= 1
 
+        # Edits and deletes (issue 29): each user edits a few of its sent messages, every edit
+        # of one message from one device of theirs (so the relay numbers them in queue
+        # order), and deletes one for everyone, from any device of theirs that holds it.
+        edits, deleted, edit_dev, unsure = {}, {}, {}, set()
+
+        def stored_id(k, c):
+            snap = latest.get(k, ({}, []))[0]
+            return next((mid for mid, v in snap.items() if v[2] == c and v[0] == k[0]), None)
+
+        def changer(u):
+            erng = random.Random(a.seed * 1000 + 900 + u)
+            edit_targets, delete_targets = (4, 2) if a.long else (2, 1)
+            while not stop_all.wait(erng.uniform(2.0, 6.0)) and not reads_off.is_set():
+                with sent_lock:
+                    mine = [c for c, s, _, _ in sent if s == u and c not in deleted and c not in unsure]
+                if not mine:
+                    continue
+                if len(deleted) < delete_targets * len(users) and sum(1 for c in deleted if c.split("-")[1] == f"u{u}") < delete_targets and erng.random() < 0.3:
+                    c = erng.choice(mine)
+                    holders = [k for k in user_devs[u] if stored_id(k, c) is not None]
+                    if not holders:
+                        continue
+                    k = erng.choice(holders)
+                    mid = stored_id(k, c)
+                    TOMBSTONES[mid] = c
+                    r = client_cmd(k, ["delete", "--message", str(mid), "--for-everyone"])
+                    with sent_lock:
+                        if r.returncode == 0:
+                            deleted[c] = mid
+                        else:
+                            unsure.add(c)
+                            send_failures.append(f"{dev(k)}: chat-sync delete --message {mid} exited {r.returncode}: {r.stderr.strip()[:200]}")
+                    continue
+                targets = [c for c in mine if c in edits] if len([c for c in edits if f"-u{u}-" in c]) >= edit_targets else mine
+                if not targets:
+                    continue
+                c = erng.choice(targets)
+                k = edit_dev.setdefault(c, (u, erng.randint(1, ndev[u])))
+                mid = stored_id(k, c)
+                if mid is None:
+                    continue
+                text = f"{c}{EDIT_MARK}{len(edits.get(c, [])) + 1}"
+                r = client_cmd(k, ["edit", "--message", str(mid), text])
+                with sent_lock:
+                    if r.returncode == 0:
+                        edits.setdefault(c, []).append(text)
+                    else:
+                        unsure.add(c)
+                        send_failures.append(f"{dev(k)}: chat-sync edit --message {mid} exited {r.returncode}: {r.stderr.strip()[:200]}")
+
         def reader(u):
             rrng = random.Random(a.seed * 1000 + 500 + u)
             while not stop_all.wait(rrng.uniform(0.5, 3.0)) and not reads_off.is_set():
@@ -856,7 +989,8 @@ def main():
                     log(f"chat-sync run on {dev(k)} exited {c.proc.returncode} untold; restarting")
                     c.start()
 
-        for target in [sampler, lock_holder] + [lambda u=u: sender(u) for u in users] + [lambda u=u: reader(u) for u in users]:
+        for target in ([sampler, lock_holder] + [lambda u=u: sender(u) for u in users] + [lambda u=u: reader(u) for u in users]
+                       + [lambda u=u: changer(u) for u in users]):
             t = threading.Thread(target=target, daemon=True)
             t.start()
             threads.append(t)
@@ -947,15 +1081,25 @@ def main():
                          for k in keys)
 
         def settled():
-            """Every device has every message its user sent or received, all READ, an empty outbox."""
+            """Every device has every message its user sent or received, all READ, an empty
+            outbox, and every edit and delete of its messages."""
             for k in keys:
                 if k not in latest:
                     return False
                 mine = {v[2]: v[3] for v in latest[k][0].values()}
                 if latest[k][1] or any(mine.get(c) != "READ" for c, s, r, _ in sent if k[0] in (s, r)):
                     return False
+                changed = read_changes(dbs[k]) or {}
+                ids = {v[2]: mid for mid, v in latest[k][0].items()}
+                for c, texts in edits.items():
+                    if k[0] in parties.get(c, ()) and c not in deleted and c not in unsure and changed.get(ids.get(c), (0,))[0] != len(texts):
+                        return False
+                for c, mid in deleted.items():
+                    if k[0] in parties.get(c, ()) and not changed.get(mid, (0, "", False))[2]:
+                        return False
             return not relay_rows()
 
+        parties = {c: (s, r) for c, s, r, _ in sent}
         # Every user reads on one device only; the others must follow (conversation_read).
         reading = {u: user_devs[u][random.Random(a.seed * 101 + u).randrange(ndev[u])] for u in users}
         log("reading everything on " + ", ".join(dev(k) for k in reading.values()))
@@ -1009,9 +1153,22 @@ def main():
             if res != [("ok",)]:
                 failed.append(f"PRAGMA integrity_check of {f}: {res[:3]}")
         left = relay_rows()
+        changed = {k: read_changes(dbs[k]) or {} for k in keys}
+
+        def file_bytes(path):
+            data = b""
+            for f in (path, path + "-wal"):
+                if os.path.exists(f):
+                    with open(f, "rb") as fh:
+                        data += fh.read()
+            return data
+
+        everything = {**{f"{dev(k)}'s file": file_bytes(dbs[k]) for k in keys}, "relay.db": file_bytes(relay_db)}
 
         anomalies = new_anomalies()
         check_final(sent, maybe, final, left, failed, anomalies)
+        check_changes({c: t for c, t in edits.items() if c not in unsure}, {c: i for c, i in deleted.items() if c not in unsure},
+                      final, changed, everything, anomalies)
         check_history(history, anomalies)
         check_processes(events, anomalies)
         for text in send_failures[:5]:
@@ -1019,7 +1176,8 @@ def main():
         counts = report(anomalies)
         over = sum(1 for x in holds if x > RELAY_BUSY_TIMEOUT)
         print(f"== History: seed {a.seed}, {len(users)} users ({len(keys)} devices: {','.join(str(ndev[u]) for u in users)}) "
-              f"x {per_user} messages ({len(sent)} queued), "
+              f"x {per_user} messages ({len(sent)} queued, {sum(len(t) for t in edits.values())} edits of {len(edits)}, "
+              f"{len(deleted)} deleted for everyone), "
               f"{sum(relay_kills.values())} relay kills ({relay_kills['SIGKILL']} SIGKILL), "
               f"{sum(client_kills.values())} client kills ({client_kills['SIGKILL']} SIGKILL), "
               f"{len(holds)} lock holds ({over} over {RELAY_BUSY_TIMEOUT:.0f} s), proxy faults "
