@@ -18,6 +18,7 @@ PARTS = [  # (part, how to run it alone)
     ("relay", "scripts/bench --only relay"),
     ("devices", "scripts/bench --only devices"),
     ("sync", "scripts/bench --only sync"),
+    ("migrate", "scripts/bench --only migrate"),
 ]
 MARKER = "<!-- Written by scripts/bench --markdown from bench-data/results/*.json: do not edit by hand. -->"
 RESULT = {"PASS": "✔ pass", "MISS": "✘ miss", "✔": "✔ pass", "✘": "✘ miss"}

@@ -14,7 +14,11 @@ answers some catch-up requests (`GET /v2/messages`) and WebSocket upgrades with 
 or drops them. Each user queues M messages (short: 20, --long: 200) with `chat-sync
 send` on a random one of its devices to random others (unique contents
 `h<seed>-u<from>-n<k>`), some while a `run` of the recipient is down, and runs
-`chat-sync read --with` on a random device at random moments. Meanwhile the relay and
+`chat-sync read --with` on a random device at random moments; it also edits a few of its
+sent messages (`chat-sync edit`, every edit of one message from one device of the user, so
+the relay numbers them in queue order; the text is the sent content, " /e" and the edit's
+number) and deletes some for everyone (`chat-sync delete --for-everyone`, from any device
+of the user that holds it). Meanwhile the relay and
 the devices' runs are killed (SIGKILL or SIGTERM) and restarted, and another process
 holds relay.db's write lock, every other time for 1 to 5 s, else for 10.5 to 13 s (the
 relay's busy timeout is 5 s, and it serves one call at a time), with a run restarted
@@ -38,7 +42,11 @@ collected (`check_final`, `check_history`, `check_processes`), on every device:
   (per device, in the samples), premature_delivered / premature_read (a device of the
   sender shows DELIVERED/READ while no device of the recipient had the message / had
   read it at or before its next sample), not_read_at_end and outbox_left (per device),
-  relay_left (undelivered RelayMessages rows), check_failed (`chatdb check --full`,
+  relay_left (undelivered RelayMessages rows), edit_lost / edit_duplicated (on a device of
+  either party an edited message does not show its last edit at version = the edits made),
+  delete_lost (a message deleted for everyone is not a tombstone there), text_left (a
+  deleted message's text, as sent or edited, in the bytes of any file, its -wal or
+  relay.db), check_failed (`chatdb check --full`,
   `PRAGMA integrity_check`, per file), client_exit / relay_exit (a device's `run` or
   the relay that exited without being told to, or a non-zero exit on SIGTERM).
 Prints one summary line and the counts per kind; each anomaly (the first few of each
@@ -47,7 +55,7 @@ data with users of two devices and one (a message missing from a user's second d
 only, a status seen on the sender's other device, ...) and exits 0 only when the same
 checks catch each one and the clean data reports nothing.
 """
-import argparse, os, random, shutil, signal, socket, sqlite3, subprocess, sys, threading, time
+import argparse, os, random, re, shutil, signal, socket, sqlite3, subprocess, sys, threading, time
 
 RANK = {"SYNCED": 0, "DELIVERED": 1, "READ": 2}
 NAME = {-1: "absent", 0: "SYNCED", 1: "DELIVERED", 2: "READ"}
@@ -685,8 +693,10 @@ def check_changes(edits, deleted, final, changes, file_bytes, anomalies):
             if rows and not (changes.get(k) or {}).get(mid, (0, "", False))[2]:
                 anomalies["delete_lost"].append(f"{c} (message {mid}) on {dev(k)}: not a tombstone")
         for text in [c] + edits.get(c, []):
+            # Not followed by a digit: h1-u1-n1 is not a piece of h1-u1-n12, nor /e1 of /e12.
+            pattern = re.compile(re.escape(text.encode()) + rb"(?![0-9])")
             for name, data in file_bytes.items():
-                if text.encode() in data:
+                if pattern.search(data):
                     anomalies["text_left"].append(f"{text!r} of deleted message {mid}: still in the bytes of {name}")
 
 
