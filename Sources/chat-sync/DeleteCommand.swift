@@ -7,8 +7,9 @@ enum DeleteCommand: ParsableCommand {
   static let name = "delete"
   static let abstract = "Delete a failed message that was never sent, or a message for you or for everyone."
   static let discussion: String? = """
-    With a request id: only FAILED requests can be deleted; a message being sent is \
-    never dropped (65), and a request not in the outbox is 66. With --message: the \
+    With a request id: only FAILED requests can be deleted, and edits or deletes that \
+    failed for good (chat-sync status lists them); a message being sent is never \
+    dropped (65), and a request not in the outbox is 66. With --message: the \
     message and its edit history leave this file, erased (no trace in the file, its WAL \
     or the search index), and no sync brings it back. With --for-everyone as well (your \
     own messages, within the relay's edit window): the delete is queued like an edit, and \
@@ -73,6 +74,18 @@ enum DeleteCommand: ParsableCommand {
       }
       return
     }
+    if try repository.dropFailedChange(options.request) {
+      try options.file.report(
+        context, Result(scope: "change", requestId: options.request),
+        text: "Deleted the failed edit or delete \(options.request).")
+      return
+    }
+    if let change = try repository.change(options.request) {
+      throw StoreError(
+        .badInput,
+        "\(path): \(change.kind.rawValue) \(options.request) of message \(change.messageID) is \(change.status.rawValue) and still being sent",
+        path: path)
+    }
     guard try repository.deleteFailedRequest(options.request) else {
       guard let request = try repository.request(options.request) else {
         throw StoreError(.notFound, "\(path): no request \(options.request) in the outbox", path: path)
@@ -86,7 +99,8 @@ enum DeleteCommand: ParsableCommand {
       context, Result(scope: "request", requestId: options.request), text: "Deleted request \(options.request).")
   }
 
-  /// `result`: what was deleted. `scope`: `request` (a failed request), `this-device`
+  /// `result`: what was deleted. `scope`: `request` (a failed request), `change` (an edit
+  /// or delete that failed for good), `this-device`
   /// (a message, from this file), or `everyone` (a message: the delete queued, `requestId`
   /// its idempotency key; `runNudged`: a running `chat-sync run` was told).
   struct Result: CommandResult {

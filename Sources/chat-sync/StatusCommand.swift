@@ -5,7 +5,7 @@ import ChatSync
 /// `chat-sync status`: connection, outbox, last sync, cursor.
 enum StatusCommand: ParsableCommand {
   static let name = "status"
-  static let abstract = "Show the sync state: connection, outbox counts, last sync, cursor."
+  static let abstract = "Show the sync state: connection, outbox counts, edits and deletes waiting, last sync, cursor."
 
   static let examples = [
     "chat-sync status --user 42",
@@ -35,6 +35,20 @@ enum StatusCommand: ParsableCommand {
       "cursor:    message \(cursor.messages), update \(cursor.updates)",
       "outbox:    \(outbox)",
     ]
+    let changes = try repository.messageChanges()
+    if !changes.isEmpty {
+      lines.append("changes:   \(changes.count) edit(s) or delete(s) waiting")
+    }
+    for change in changes {
+      let what = change.kind == .edit ? "edit" : "delete for everyone"
+      let state =
+        change.nextAttemptAt == nil
+        ? "failed for good: \(TerminalText.shown(change.failReason ?? "refused", terminal: context.stdout.isTerminal))"
+        : change.status == .failed
+          ? "\(TerminalText.shown(change.failReason ?? "failed", terminal: context.stdout.isTerminal)), retried at \(change.nextAttemptAt ?? "")"
+          : change.status.rawValue
+      lines.append("  \(what) \(change.requestID) of message \(change.messageID): \(state)")
+    }
     for request in failed {
       let when =
         request.isPermanentlyFailed
@@ -56,7 +70,12 @@ enum StatusCommand: ParsableCommand {
         },
         outbox: .init(
           pending: counts["PENDING"] ?? 0, sent: counts["SENT"] ?? 0, failed: counts["FAILED"] ?? 0,
-          permanent: counts["permanent"] ?? 0)),
+          permanent: counts["permanent"] ?? 0),
+        changes: changes.map {
+          .init(
+            requestId: $0.requestID, messageId: $0.messageID, kind: $0.kind.rawValue, status: $0.status.rawValue,
+            reason: $0.failReason, permanent: $0.nextAttemptAt == nil, failCount: $0.failCount)
+        }),
       text: lines.joined(separator: "\n"))
   }
 
@@ -94,13 +113,32 @@ enum StatusCommand: ParsableCommand {
     var cursor: Cursor
     var failed: [Failed]
     var outbox: Outbox
+    /// Edits and deletes for everyone waiting to be sent, or failed (`permanent`: for good).
+    var changes: [Change]
+
+    struct Change: Encodable {
+      var requestId: Int64
+      var messageId: Int64
+      /// `edit` or `delete`.
+      var kind: String
+      var status: String
+      var reason: String?
+      var permanent: Bool
+      var failCount: Int
+    }
 
     static var example: Result {
       Result(
         running: true, state: "connected", lastSyncAt: "2026-12-01T12:03:00.412Z",
         cursor: Cursor(messages: 7_337_265_813_504_001, updates: 1_204),
         failed: [Failed(requestId: 18, toUserId: 7, reason: "the relay answered 503", permanent: false, failCount: 3)],
-        outbox: Outbox(pending: 2, sent: 0, failed: 1, permanent: 0))
+        outbox: Outbox(pending: 2, sent: 0, failed: 1, permanent: 0),
+        changes: [
+          Change(
+            requestId: 31, messageId: 7_337_265_813_504_001, kind: "edit", status: "FAILED",
+            reason: "HTTP 403 forbidden: message 7337265813504001 was sent 52 h ago; messages can be changed for 48 h",
+            permanent: true, failCount: 1)
+        ])
     }
   }
 }

@@ -102,7 +102,7 @@ extension RelayStore {
         throw ChangeRefused(
           reason: .tooLate,
           description:
-            "message \(messageID) was sent \((now - written) / 3_600_000) h ago; messages can be changed for \(editWindow / 3_600_000) h"
+            "message \(messageID) was sent \(Self.duration(now - written)) ago; messages can be changed for \(Self.duration(editWindow)) after they are sent"
         )
       }
       var version: Int64?
@@ -146,6 +146,12 @@ extension RelayStore {
       }
       return Changed(update: pushed[0].update, pushed: pushed, isNew: true)
     }
+  }
+
+  /// `90 s`, `12 min`, `52 h`: a duration for a refusal's message.
+  static func duration(_ milliseconds: Int64) -> String {
+    let seconds = max(milliseconds, 0) / 1000
+    return seconds < 120 ? "\(seconds) s" : seconds < 7_200 ? "\(seconds / 60) min" : "\(seconds / 3_600) h"
   }
 
   /// The other party of message `messageID` from `user`'s side, or nil when it is gone.

@@ -132,9 +132,26 @@ extension ChatRepository {
     }
   }
 
-  /// Deletes a change that failed for good, or was settled another way.
-  public func dropChange(_ requestID: Int64) throws {
-    try database.write { db in try db.execute("DELETE FROM MessageChanges WHERE request_id = ?", [requestID]) }
+  /// Deletes a change that failed for good (at the user's word: `chat-sync delete
+  /// REQUEST_ID`); returns false, deleting nothing, for one still being sent or unknown.
+  @discardableResult
+  public func dropFailedChange(_ requestID: Int64) throws -> Bool {
+    try database.write { db in
+      try db.execute(
+        "DELETE FROM MessageChanges WHERE request_id = ? AND status = 'FAILED' AND next_attempt_at IS NULL", [requestID]
+      )
+      return db.changes > 0
+    }
+  }
+
+  /// A queued change by request id.
+  public func change(_ requestID: Int64) throws -> MessageChange? {
+    try database.read { db in
+      try db.query(
+        "SELECT request_id, message_id, kind, content, created_at, status, fail_count, fail_reason, next_attempt_at FROM MessageChanges WHERE request_id = ?",
+        [requestID], Self.change
+      ).first
+    }
   }
 
   private static func change(_ row: Row) -> MessageChange {

@@ -204,8 +204,11 @@ public actor SyncEngine {
     await finish()
     if let halted { return .unauthorized(halted) }
     let counts = (try? repository.outboxCounts()) ?? [:]
-    let permanent = counts["permanent"] ?? 0
-    let waiting = counts.values.reduce(0, +) - permanent
+    // Edits and deletes waiting count as the outbox's requests do.
+    let changes = (try? repository.messageChanges()) ?? []
+    let permanent = (counts["permanent"] ?? 0) + changes.filter { $0.nextAttemptAt == nil }.count
+    let waiting =
+      counts.values.reduce(0, +) - (counts["permanent"] ?? 0) + changes.filter { $0.nextAttemptAt != nil }.count
     return waiting + permanent == 0 ? .done : .unsent(waiting: waiting, permanent: permanent)
   }
 
