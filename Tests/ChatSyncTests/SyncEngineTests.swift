@@ -161,6 +161,48 @@ import Testing
     }
   }
 
+  /// One message's edits reach the relay in the order queued: a later edit waits for an
+  /// earlier one's retry (503 here), and for one a killed run left SENT, so the relay
+  /// numbers them in that order.
+  @Test func aMessagesEditsKeepTheirOrderThroughRetries() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      let id: Int64 = 1 << 40
+      _ = try repository.receive(
+        [Message(id: id, fromUserID: 1, toUserID: 2, content: "v0", createdAt: "2026-01-31T12:00:00.000Z")],
+        users: [User(id: 1, name: "Ann")], messageCursor: nil)
+      let first = try repository.queueEdit(of: id, content: "v1")
+      _ = try repository.queueEdit(of: id, content: "v2")
+      // A killed run left the first SENT, due only after its reply timeout.
+      try repository.markChangeSent(first.requestID, replyTimeout: 3_600)
+      let seen = Locked<[String]>([])
+      let relay = ScriptedRelay { attempt, call in
+        guard call.path.hasSuffix("/edit") else { return nil }
+        let body = try JSONDecoder().decode(MessageEditPost.self, from: Data(call.body ?? []))
+        let fail = seen.withLock { texts in
+          texts.append(body.content)
+          return texts.count == 1
+        }
+        if fail { return HTTPReply(status: 503) }
+        let version = Int64(seen.withLock { Set($0).count })
+        let update = StatusUpdate(
+          sequence: version, type: .messageEdited, messageId: id, conversationId: 2,
+          at: "2026-01-31T12:0\(version):00.000Z",
+          version: version, content: body.content)
+        return HTTPReply(
+          status: 200,
+          body: WireJSON.encode(
+            MessageChangeAnswer(fromMessageRequestId: body.requestId, update: update, replayed: false)))
+      }
+      let engine = SyncEngine(repository: repository, http: relay.transport, socket: connector(nil), options: .test)
+      #expect(await engine.runOnce(deadline: 30) == .done)
+      #expect(seen.withLock { $0 } == ["v1", "v1", "v2"])
+      let check = try ChatRepository.open(user: 1, in: folder)
+      #expect(try check.editHistory(of: id).map(\.content) == ["v0", "v1"])
+      #expect(try check.messageChanges().isEmpty)
+    }
+  }
+
   /// The second batch in flight can reach the relay before the first: the relay does not
   /// try it (409 out_of_order), and it goes again after the first without counting an attempt.
   @Test func aBatchThatOvertakesTheOneBeforeItWaitsForIt() async throws {

@@ -74,6 +74,9 @@ public final class RecordWriter {
   private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
   /// Ids in `Users`, for the foreign-key rule.
   private var knownUsers: Set<Int64>
+  /// Messages deleted on this device only (`HiddenMessages`): an import does not bring
+  /// them back, as the sync does not.
+  private let hiddenMessages: Set<Int64>
 
   /// Prepares writing into `database`, which must be at the latest schema version.
   public convenience init(database: Database, owner: Int64, options: Options = Options()) throws {
@@ -121,6 +124,7 @@ public final class RecordWriter {
       """)
     acknowledgedRequest = try database.prepare(HotQuery.messageByRequest.sql)
     knownUsers = Set(try database.query("SELECT id FROM Users") { $0.int64(0) })
+    hiddenMessages = Set(try database.query("SELECT id FROM HiddenMessages") { $0.int64(0) })
     summaries = try ConversationSummaryUpkeep(database: database)
     search = try SearchIndexUpkeep(database: database)
   }
@@ -299,6 +303,10 @@ public final class RecordWriter {
       }
       try requireUser(m.fromUserID, "fromUserId")
       try requireUser(m.toUserID, "toUserId")
+      if hiddenMessages.contains(m.id) {
+        summary.unchanged += 1
+        return
+      }
       if options.skipBadRecords {
         // Each record is judged on its own, so each is inserted on its own.
         try insertOne(m, line: currentLine, segments: prepared.segments)

@@ -93,25 +93,35 @@ extension ChatRepository {
   public func messageChanges() throws -> [MessageChange] {
     try database.read { db in
       try db.query(
-        "SELECT request_id, message_id, kind, content, created_at, status, fail_count, fail_reason, next_attempt_at FROM MessageChanges ORDER BY request_id",
+        Self.selectChanges + " ORDER BY request_id",
         [], Self.change)
     }
   }
 
-  /// The changes due at `date`, oldest first: PENDING ones, and SENT or FAILED ones whose
-  /// time came.
-  public func dueChanges(at date: Date? = nil, limit: Int = 100) throws -> [MessageChange] {
-    let at = Timestamp.string(date ?? now())
-    return try database.read { db in
+  /// The head of each message's changes (its oldest one not failed for good), oldest
+  /// first: one message's changes reach the relay in the order they were queued, so the
+  /// relay numbers its edits in that order. A later edit never overtakes an earlier one
+  /// waiting for its retry, or for the answer a killed run never got.
+  public func changeHeads() throws -> [MessageChange] {
+    try database.read { db in
       try db.query(
-        "SELECT request_id, message_id, kind, content, created_at, status, fail_count, fail_reason, next_attempt_at FROM MessageChanges WHERE next_attempt_at <= ? ORDER BY request_id LIMIT ?",
-        [at, limit], Self.change)
+        Self.selectChanges + """
+           c WHERE next_attempt_at IS NOT NULL AND request_id = (
+            SELECT min(request_id) FROM MessageChanges WHERE message_id = c.message_id AND next_attempt_at IS NOT NULL)
+          ORDER BY request_id
+          """, [], Self.change)
     }
   }
 
-  /// When the next change is due (nil: none waits).
-  public func nextChangeAttempt() throws -> String? {
-    try database.read { db in try db.string("SELECT min(next_attempt_at) FROM MessageChanges") }
+  /// After a restart nothing is in flight: changes left SENT by a killed run are due now
+  /// (the relay answers a repeated request id from its record). Returns how many.
+  @discardableResult
+  public func resumeInterruptedChanges() throws -> Int {
+    let at = timestamp
+    return try database.write { db in
+      try db.execute("UPDATE MessageChanges SET next_attempt_at = ? WHERE status = 'SENT'", [at])
+      return db.changes
+    }
   }
 
   /// Marks a change SENT, due again after `replyTimeout` seconds if no answer settles it.
@@ -148,11 +158,15 @@ extension ChatRepository {
   public func change(_ requestID: Int64) throws -> MessageChange? {
     try database.read { db in
       try db.query(
-        "SELECT request_id, message_id, kind, content, created_at, status, fail_count, fail_reason, next_attempt_at FROM MessageChanges WHERE request_id = ?",
+        Self.selectChanges + " WHERE request_id = ?",
         [requestID], Self.change
       ).first
     }
   }
+
+  /// `MessageChanges` as `change(_:)` reads it.
+  private static let selectChanges =
+    "SELECT request_id, message_id, kind, content, created_at, status, fail_count, fail_reason, next_attempt_at FROM MessageChanges"
 
   private static func change(_ row: Row) -> MessageChange {
     MessageChange(

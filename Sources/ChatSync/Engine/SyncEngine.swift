@@ -247,7 +247,7 @@ public actor SyncEngine {
   /// the owner has a profile row (messages reference it; the real one replaces the
   /// stand-in at the first sync).
   private func prepare() throws {
-    let resumed = try repository.resumeInterruptedSends()
+    let resumed = try repository.resumeInterruptedSends() + repository.resumeInterruptedChanges()
     if resumed > 0 { log("outbox: \(resumed) request(s) left in flight by an earlier run are due again") }
     let cursor = try repository.syncCursor()
     updateCursor = cursor.updates
@@ -840,14 +840,18 @@ public actor SyncEngine {
   private func drainChanges() -> Double? {
     guard changeInFlight == nil else { return nil }
     do {
-      if let due = try repository.dueChanges(limit: 1).first {
-        changeInFlight = Task { await send(due) }
-        return nil
+      let now = Date().timeIntervalSince1970
+      var next: Double?
+      for head in try repository.changeHeads() {
+        guard let text = head.nextAttemptAt, let at = Timestamp.milliseconds(from: text) else { continue }
+        let wait = Double(at) / 1000 - now
+        if wait <= 0 {
+          changeInFlight = Task { await send(head) }
+          return nil
+        }
+        next = min(next ?? .infinity, max(wait, 0.01))
       }
-      guard let text = try repository.nextChangeAttempt(), let at = Timestamp.milliseconds(from: text) else {
-        return nil
-      }
-      return max(Double(at) / 1000 - Date().timeIntervalSince1970, 0.01)
+      return next
     } catch {
       log("outbox: \(error)")
       return 1

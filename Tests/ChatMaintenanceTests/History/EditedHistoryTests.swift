@@ -150,4 +150,19 @@ import Testing
     #expect(try ids(changed) == ids(plain))
     try changed.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
   }
+
+  @Test func anImportDoesNotBringBackAMessageDeletedOnThisDevice() throws {
+    let folder = try HistoryFolder()
+    let db = try folder.database()
+    let file = try folder.write(
+      "h.ndjson",
+      lines: [Self.header] + Self.users + [
+        Self.message(Self.first, "", "hidden words"), Self.message(Self.first + 1, "", "kept words"), Self.trailer,
+      ])
+    try folder.importFile(file, into: db)
+    let chats = try ChatRepository(database: db, ownerID: 1)
+    try chats.deleteForMe(Self.first)
+    try folder.importFile(file, into: db)
+    #expect(try db.query("SELECT content FROM Messages") { $0.string(0) } == ["kept words"])
+  }
 }
