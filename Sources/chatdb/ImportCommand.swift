@@ -188,12 +188,13 @@ enum ImportCommand: ParsableCommand {
     return try FileResult(
       Result(
         input: input, owner: resolvedOwner, records: summary.records, users: summary.users,
-        messages: summary.messages, requests: summary.requests, unchanged: summary.unchanged,
+        messages: summary.messages, requests: summary.requests, edits: summary.edits, unchanged: summary.unchanged,
         rejected: summary.rejected, otherDevice: summary.otherDevice, batches: summary.batches,
         bytesIn: summary.bytesIn, seconds: elapsed, rejects: options.rejects, created: created),
       text:
         "\(input) → \(path): \(summary.records.grouped) records in \(summary.batches.grouped) batches (\(String(format: "%.2f", elapsed)) s): "
-        + "\(summary.messages.grouped) messages, \(summary.users.grouped) users, \(summary.requests.grouped) requests changed; "
+        + "\(summary.messages.grouped) messages, \(summary.users.grouped) users, \(summary.requests.grouped) requests"
+        + (summary.edits > 0 ? ", \(summary.edits.grouped) older versions" : "") + " changed; "
         + "\(summary.unchanged.grouped) already there; \(summary.rejected.grouped) rejected"
         + (options.otherDevice ? "; \(summary.otherDevice) outbox requests left to the other device" : "")
         + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
@@ -231,6 +232,8 @@ enum ImportCommand: ParsableCommand {
     var users: Int64
     var messages: Int64
     var requests: Int64
+    /// Older versions added to edited messages' history (format 2's `edit` records).
+    var edits: Int64
     /// Records the file already held as they are.
     var unchanged: Int64
     var rejected: Int64
@@ -247,7 +250,7 @@ enum ImportCommand: ParsableCommand {
     static var example: Result {
       Result(
         input: "history.ndjson.zst", owner: 42, records: 100_250, users: 200, messages: 100_000, requests: 50,
-        unchanged: 0, rejected: 2, otherDevice: 0, batches: 21, bytesIn: 31_457_280, seconds: 1.84,
+        edits: 0, unchanged: 0, rejected: 2, otherDevice: 0, batches: 21, bytesIn: 31_457_280, seconds: 1.84,
         rejects: "rejects.ndjson",
         created: true)
     }

@@ -83,6 +83,8 @@ public enum HistoryExporter {
       }
 
       let messages = filter.terms(conversationColumn: "conversation_id")
+      let edits = try db.prepare(
+        "SELECT version, content, edited_at FROM MessageEdits WHERE message_id = ?1 ORDER BY version")
       try db.prepare(
         "SELECT id, from_user_id, to_user_id, content, status, created_at, request_id, version, edited_at, deleted_at FROM Messages\(messages.sql) ORDER BY id"
       ).forEachRow(messages.arguments) { row in
@@ -103,6 +105,18 @@ public enum HistoryExporter {
         row.withUTF8(3) { out.field("content", utf8: $0) }
         out.end()
         counts.messages += 1
+        // An edited message's older versions (its edit history) follow it.
+        if row.int64(7) > 0 {
+          try edits.forEachRow([row.int64(0)]) { edit in
+            out.begin(type: "edit")
+            out.field("messageId", row.int64(0))
+            out.field("version", edit.int64(0))
+            edit.withUTF8(2) { out.field("editedAt", utf8: $0) }
+            edit.withUTF8(1) { out.field("content", utf8: $0) }
+            out.end()
+            counts.edits += 1
+          }
+        }
         try out.flushIfFull(to: sink)
         if counts.messages % 10_000 == 0 { progress(counts.total) }
       }

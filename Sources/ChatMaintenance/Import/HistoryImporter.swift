@@ -9,6 +9,8 @@ public struct ImportSummary: Sendable, Equatable {
   public var users: Int64 = 0
   public var messages: Int64 = 0
   public var requests: Int64 = 0
+  /// Older versions added to messages' edit history (format 2's `edit` records).
+  public var edits: Int64 = 0
   /// Records already in the file exactly as given (a re-import changes nothing).
   public var unchanged: Int64 = 0
   /// Records rejected with `skipBadRecords`.
@@ -241,7 +243,7 @@ public final class HistoryImporter {
       guard lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
       return .header(try checkedHeader(parser, owner: owner))
     case .trailer: return .trailer(try parser.trailer())
-    case .user, .message, .request:
+    case .user, .message, .request, .edit:
       // Prepared here, on the parsing thread of a pipelined import.
       return .record(RecordWriter.Prepared(try parser.record(kind)), line: lineNumber, bytesRead: bytesRead)
     }
@@ -264,8 +266,8 @@ public final class HistoryImporter {
     }
     if let trailer, trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && trailer != seen) {
       throw fail(
-        "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages and \(trailer.requests) requests, "
-          + "but the file holds \(seen.users), \(seen.messages) and \(seen.requests)", .badInput)
+        "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages, \(trailer.requests) requests and \(trailer.edits) edits, "
+          + "but the file holds \(seen.users), \(seen.messages), \(seen.requests) and \(seen.edits)", .badInput)
     }
   }
 

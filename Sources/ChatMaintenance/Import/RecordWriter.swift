@@ -69,6 +69,7 @@ public final class RecordWriter {
   private let advanceStatus: Statement
   private let storedMessage: Statement
   private let storedText: Statement
+  private let insertEdit: Statement
   /// Messages waiting for the multi-row insert, with the line each came from and their
   /// CJK index text.
   private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
@@ -110,6 +111,12 @@ public final class RecordWriter {
       INSERT OR IGNORE INTO Messages (id, from_user_id, to_user_id, content, status, created_at, conversation_id, request_id,
         version, edited_at, deleted_at)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
+      """)
+    insertEdit = try database.prepare(
+      """
+      INSERT INTO MessageEdits (message_id, version, content, edited_at)
+      SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL AND version > ?2)
+      ON CONFLICT DO NOTHING
       """)
     storedText = try database.prepare(
       "SELECT content, version, edited_at, deleted_at, created_at FROM Messages WHERE id = ?1")
@@ -314,6 +321,12 @@ public final class RecordWriter {
         pendingMessages.append((m, currentLine, prepared.segments))
         if pendingMessages.count == Self.rowsPerInsert { try flushMessages() }
       }
+    case .edit(let messageID, let v):
+      // An older version of a message this file holds (its line came before): kept when
+      // it is older than the text shown, and the message is no tombstone.
+      try flushMessages()
+      try insertEdit.execute([messageID, v.version, v.content, v.editedAt])
+      if db.changes > 0 { summary.edits += 1 } else { summary.unchanged += 1 }
     case .request(let r):
       if options.fromOtherDevice {
         summary.otherDevice += 1

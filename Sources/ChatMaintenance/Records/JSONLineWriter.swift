@@ -247,6 +247,13 @@ extension JSONLineWriter {
       field("nextAttemptAt", r.nextAttemptAt)
       field("failReason", r.failReason)
       end()
+    case .edit(let messageID, let v):
+      begin(type: "edit")
+      field("messageId", messageID)
+      field("version", v.version)
+      field("editedAt", v.editedAt)
+      field("content", v.content)
+      end()
     }
   }
 
@@ -268,6 +275,7 @@ extension JSONLineWriter {
     field("users", trailer.users)
     field("messages", trailer.messages)
     field("requests", trailer.requests)
+    if trailer.edits > 0 { field("edits", trailer.edits) }
     end()
   }
 }

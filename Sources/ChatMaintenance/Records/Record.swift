@@ -12,6 +12,8 @@ public enum Record: Hashable, Sendable {
   case user(User)
   case message(Message)
   case request(MessageRequest)
+  /// An older version of a message's text (its edit history, format 2), after its message.
+  case edit(messageID: Int64, MessageVersion)
 }
 
 /// The first line of a chatdb export.
@@ -50,11 +52,14 @@ public struct HistoryTrailer: Hashable, Sendable {
   public var users: Int64
   public var messages: Int64
   public var requests: Int64
+  /// Edit history records (format 2; a trailer without the field counts none).
+  public var edits: Int64
 
-  public init(users: Int64 = 0, messages: Int64 = 0, requests: Int64 = 0) {
+  public init(users: Int64 = 0, messages: Int64 = 0, requests: Int64 = 0, edits: Int64 = 0) {
     self.users = users
     self.messages = messages
     self.requests = requests
+    self.edits = edits
   }
 
   /// Counts one more record.
@@ -63,9 +68,10 @@ public struct HistoryTrailer: Hashable, Sendable {
     case .user: users += 1
     case .message: messages += 1
     case .request: requests += 1
+    case .edit: edits += 1
     }
   }
 
   /// All records.
-  public var total: Int64 { users + messages + requests }
+  public var total: Int64 { users + messages + requests + edits }
 }

@@ -29,7 +29,7 @@ public final class RecordParser {
     case type, id, fromUserId, toUserId, content, status, createdAt, requestId, name, avatarUrl, lastConnectedAt
     case lastModifiedAt, lastSentAt, failCount, nextAttemptAt, failReason
     case format, version, schemaVersion, userId, exportedAt, filters, users, messages, requests
-    case editedAt, deletedAt
+    case editedAt, deletedAt, messageId, edits
 
     static let names: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) }
   }
@@ -55,7 +55,7 @@ public final class RecordParser {
   // MARK: - Lines
 
   /// What a line is.
-  public enum Kind: Equatable, Sendable { case header, trailer, user, message, request }
+  public enum Kind: Equatable, Sendable { case header, trailer, user, message, request, edit }
 
   /// Parses `line`; afterwards the typed accessors read its fields.
   public func parse(_ line: UnsafeBufferPointer<UInt8>) throws(RecordError) -> Kind {
@@ -74,6 +74,7 @@ public final class RecordParser {
     case "message": return .message
     case "user": return .user
     case "request": return .request
+    case "edit": return .edit
     case "header": return .header
     case "trailer": return .trailer
     case let other: throw RecordError.field("type", "unknown record type '\(other)'")
@@ -213,6 +214,13 @@ public final class RecordParser {
           lastModifiedAt: try optionalTime(.lastModifiedAt) ?? createdAt, lastSentAt: try optionalTime(.lastSentAt),
           failCount: Int(try count(.failCount, default: 0)), nextAttemptAt: try optionalTime(.nextAttemptAt),
           failReason: try optionalText(.failReason)))
+    case .edit:
+      let version = try count(.version, default: -1)
+      guard version >= 0 else { throw RecordError.field("version", "missing") }
+      return .edit(
+        messageID: try id(.messageId),
+        MessageVersion(
+          version: version, content: try text(.content, maxBytes: maximumContentBytes), editedAt: try time(.editedAt)))
     case .header, .trailer:
       throw RecordError("a \(kind) line is not a record")
     }
@@ -234,12 +242,15 @@ public final class RecordParser {
   public func trailer() throws -> HistoryTrailer {
     let trailer = HistoryTrailer(
       users: try count(.users, default: -1), messages: try count(.messages, default: -1),
-      requests: try count(.requests, default: -1))
+      requests: try count(.requests, default: -1), edits: try count(.edits, default: 0))
     // Import and verify compare the counts' sum (`total`) with the records read: counts
     // that add up past Int64.max count no file (and the sum would trap; found by fuzzing).
     let (partial, first) = trailer.users.addingReportingOverflow(trailer.messages)
-    let (_, second) = partial.addingReportingOverflow(trailer.requests)
-    guard !first && !second else { throw RecordError("the trailer's counts add up to more than \(Int64.max)") }
+    let (partial2, second) = partial.addingReportingOverflow(trailer.requests)
+    let (_, third) = partial2.addingReportingOverflow(trailer.edits)
+    guard !first && !second && !third else {
+      throw RecordError("the trailer's counts add up to more than \(Int64.max)")
+    }
     return trailer
   }
 

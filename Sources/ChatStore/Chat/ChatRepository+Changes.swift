@@ -29,6 +29,12 @@ public struct MessageVersion: Hashable, Sendable {
   public var content: String
   /// When this version was made (the message's `createdAt` for version 0).
   public var editedAt: String
+
+  public init(version: Int64, content: String, editedAt: String) {
+    self.version = version
+    self.content = content
+    self.editedAt = editedAt
+  }
 }
 
 /// Editing and deleting messages (issue 29): the changes the owner queues, the ones the

@@ -21,6 +21,7 @@ struct GeneratedHistory: Sendable {
       case .user(let user): users.append(user)
       case .message(let message): messages.append(message)
       case .request(let request): requests.append(request)
+      case .edit: break  // the generator writes an edit as its message again, never as history
       }
     }
   }

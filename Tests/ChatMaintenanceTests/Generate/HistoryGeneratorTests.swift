@@ -74,6 +74,10 @@ import Testing
         mix(Int64(r.failCount))
         mix(r.nextAttemptAt)
         mix(r.failReason)
+      case .edit(let id, let v):
+        mix(id)
+        mix(v.version)
+        mix(v.content)
       }
     }
     return hash
@@ -107,7 +111,7 @@ import Testing
     let kinds = history.records.map { record -> Int in
       switch record {
       case .user: 0
-      case .message: 1
+      case .message, .edit: 1
       case .request: 2
       }
     }

@@ -64,6 +64,10 @@ import Testing
     zstd.waitUntilExit()
     #expect(text.contains(#""version":2"#) && text.contains(#""deletedAt":"2026-12-04T03:04:00.000Z""#))
     #expect(!text.contains("zzdoomed"))
+    #expect(
+      text.contains(
+        #"{"type":"edit","messageId":14320700845654016,"version":0,"editedAt":"2026-12-04T03:02:33.364Z","content":"qqoriginal words"}"#
+      ) && text.contains(#""edits":1"#), "\(text)")
     let copy = try HistoryFolder()
     let copyDB = try copy.database()
     try copy.importFile(exported, into: copyDB)
@@ -71,6 +75,10 @@ import Testing
       try copyDB.query("SELECT content, version, deleted_at IS NOT NULL FROM Messages ORDER BY id") {
         "\($0.string(0))|\($0.int64(1))|\($0.int64(2))"
       } == rows)
+    #expect(
+      try copyDB.query("SELECT version, content FROM MessageEdits") { "\($0.int64(0)) \($0.string(1))" } == [
+        "0 qqoriginal words"
+      ])
   }
 
   @Test func aTombstoneWithTextIsRefusedNamingTheField() throws {
