@@ -71,7 +71,7 @@ private func roundTrip(_ line: [UInt8]) {
   }
   var writer = JSONLineWriter()
   switch kind {
-  case .user, .message, .request:
+  case .user, .message, .request, .edit:
     guard let record = try? parser.record(kind) else { return }
     writer.write(record)
     let written = reparse(writer.buffer, expecting: kind)

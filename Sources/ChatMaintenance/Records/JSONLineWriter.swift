@@ -232,6 +232,10 @@ extension JSONLineWriter {
       field("status", m.status.rawValue)
       field("createdAt", m.createdAt)
       if let requestID = m.requestID { field("requestId", requestID) }
+      // As the exporter writes them: an edit's version and time, a tombstone's deletion.
+      if m.version > 0 { field("version", m.version) }
+      if let editedAt = m.editedAt { field("editedAt", editedAt) }
+      if let deletedAt = m.deletedAt { field("deletedAt", deletedAt) }
       field("content", m.content)
       end()
     case .request(let r):
