@@ -33,7 +33,7 @@ enum SendCommand: ParsableCommand {
     func validate() throws {
       try file.validate()
       let bytes = text.utf8.count
-      guard bytes >= 1, bytes <= 65_536 else {
+      guard bytes >= 1, bytes <= ChatRepository.maximumContentBytes else {
         throw ValidationError("The message must be 1 to 65,536 bytes; it has \(bytes)")
       }
     }

@@ -91,9 +91,9 @@ public enum Parse {
     return id
   }
 
-  /// A message id: a positive 64-bit integer in plain digits.
+  /// A message id: a positive 64-bit integer in plain digits (the rule user ids follow).
   public static func messageID(_ text: String) throws -> Int64? {
-    guard let id = Int64(text), id > 0, text.allSatisfy(\.isASCII) else {
+    guard let id = StoreLocation.parseUserID(text) else {
       throw InvalidValue("a message id is a positive 64-bit integer")
     }
     return id

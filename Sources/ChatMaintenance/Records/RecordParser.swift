@@ -15,7 +15,7 @@ public struct RecordError: Error, CustomStringConvertible, Sendable {
 }
 
 /// The longest message or request content accepted, in UTF-8 bytes (64 KiB).
-public let maximumContentBytes = 65_536
+public let maximumContentBytes = ChatRepository.maximumContentBytes
 
 /// Reads one NDJSON line of a chatdb history: a flat JSON object whose fields it keeps
 /// in one scratch buffer, so a line costs no allocation beyond the strings a caller

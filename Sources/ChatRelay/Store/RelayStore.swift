@@ -34,7 +34,7 @@ public final class RelayStore {
   /// The most messages `undelivered(for:after:limit:)` returns at once.
   public static let maximumPageSize = 1_000
   /// The most UTF-8 bytes a message's content may have.
-  public static let maximumContentBytes = 65_536
+  public static let maximumContentBytes = ChatRepository.maximumContentBytes
   /// The most UTF-8 bytes of a user's name, avatar URL or a stored time text.
   public static let maximumFieldBytes = 2_048
 
