@@ -68,7 +68,6 @@ public final class RecordWriter {
   private let acknowledgedRequest: Statement
   private let advanceStatus: Statement
   private let storedMessage: Statement
-  private let storedText: Statement
   private let insertEdit: Statement
   /// Messages waiting for the multi-row insert, with the line each came from and their
   /// CJK index text.
@@ -118,8 +117,6 @@ public final class RecordWriter {
       SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL AND version > ?2)
       ON CONFLICT DO NOTHING
       """)
-    storedText = try database.prepare(
-      "SELECT content, version, edited_at, deleted_at, created_at FROM Messages WHERE id = ?1")
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
     insertRequest = try database.prepare(
@@ -378,40 +375,21 @@ public final class RecordWriter {
   static let messageColumns = 11
 
   /// For a message already in the file: applies a newer version or a delete for
-  /// everyone that the record carries (format 2), as `chat-sync` applies the relay's
-  /// updates: a newer text replaces the one shown (which goes to the edit history), a
-  /// delete erases the text and history (with `secure_delete`); an older version or a
-  /// change of a tombstone changes nothing. Returns whether it changed the row.
+  /// everyone that the record carries (format 2) by `ChatRepository`'s own rule, with
+  /// triggers on for that row (they keep its search entries, as for a row `chat-sync`
+  /// changes) and `secure_delete`, so the text replaced leaves no bytes behind. Returns
+  /// whether it changed the row.
   private func applyChange(_ m: Message) throws -> Bool {
     guard m.deletedAt != nil || m.version > 0 else { return false }
-    guard
-      let stored = try storedText.first(
-        [m.id], { ($0.string(0), $0.int64(1), $0.optionalString(2), $0.optionalString(3), $0.string(4)) }),
-      stored.3 == nil
-    else { return false }
-    // The text replaced (by a delete, or an edit: it goes to the history, which a later
-    // purge erases) leaves no bytes in the page it was in.
     try db.execute("PRAGMA secure_delete = ON")
     // The row may have been inserted by this batch (the same id twice in a file): its index
-    // entry goes in first, so the deletion marker below meets it.
+    // entry goes in first, so the triggers' deletion marker meets it.
     try search.flush()
-    if let deletedAt = m.deletedAt {
-      try search.deletedMessage(id: m.id, content: stored.0)
-      try db.execute("DELETE FROM MessageEdits WHERE message_id = ?", [m.id])
-      try db.execute(
-        "UPDATE Messages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?", [deletedAt, m.id])
-      return true
-    }
-    guard m.version > stored.1 else { return false }
-    try db.execute(
-      "INSERT INTO MessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-      [m.id, stored.1, stored.0, stored.2 ?? stored.4])
-    try search.deletedMessage(id: m.id, content: stored.0)
-    try db.execute(
-      "UPDATE Messages SET content = ?, version = ?, edited_at = ? WHERE id = ?",
-      [m.content, m.version, m.editedAt, m.id])
-    try search.insertedMessage(id: m.id, content: m.content)
-    return true
+    try db.setTriggersEnabled(true)
+    defer { try? db.setTriggersEnabled(false) }
+    if let deletedAt = m.deletedAt { return try ChatRepository.applyDelete(of: m.id, deletedAt: deletedAt, db) }
+    return try ChatRepository.applyEdit(
+      of: m.id, version: m.version, content: m.content, editedAt: m.editedAt ?? m.createdAt, db)
   }
 
   /// Inserts one message; a message already there can only move its status forward.
@@ -439,7 +417,7 @@ public final class RecordWriter {
     // message edited or deleted so (generating again) keeps its parties and time.
     if generated && m.version == 0 && m.deletedAt == nil && stored != (m.fromUserID, m.toUserID, m.content, m.createdAt)
     {
-      let changedSince = try storedText.first([m.id]) { $0.int64(1) > 0 || !$0.isNull(3) } ?? false
+      let changedSince = try ChatRepository.message(m.id, db).map { $0.version > 0 || $0.deletedAt != nil } ?? false
       guard changedSince && stored.0 == m.fromUserID && stored.1 == m.toUserID && stored.3 == m.createdAt else {
         throw GeneratedRecordConflict(clash: "a different message with id \(m.id)")
       }

@@ -42,7 +42,8 @@ public struct MessageVersion: Hashable, Sendable {
 /// only. Erasing text (a delete, for everyone or for this device) leaves none of it in
 /// the file's bytes or its `-wal` once ``eraseResidue()`` ran.
 extension ChatRepository {
-  /// The most bytes of UTF-8 a message's text may have (the relay's limit).
+  /// The most bytes of UTF-8 a message's text may have: the protocol's limit, which the
+  /// relay, `chat-sync` and the history format all enforce.
   public static let maximumContentBytes = 65_536
 
   // MARK: - Queueing
@@ -71,7 +72,7 @@ extension ChatRepository {
     let at = timestamp
     let path = database.path
     return try database.write { db in
-      guard let message = try message(messageID, db) else {
+      guard let message = try Self.message(messageID, db) else {
         throw StoreError(.notFound, "\(path): no message \(messageID)", path: path)
       }
       guard message.fromUserID == ownerID else {
@@ -197,12 +198,15 @@ extension ChatRepository {
   ) throws -> Bool {
     try database.write { db in
       if let requestID { try db.execute("DELETE FROM MessageChanges WHERE request_id = ?", [requestID]) }
-      return try applyEdit(of: messageID, version: version, content: content, editedAt: editedAt, db)
+      return try Self.applyEdit(of: messageID, version: version, content: content, editedAt: editedAt, db)
     }
   }
 
-  func applyEdit(of messageID: Int64, version: Int64, content: String, editedAt: String, _ db: Database) throws
-    -> Bool
+  /// ``applyEdit(of:version:content:editedAt:settling:)`` in the caller's transaction, with
+  /// triggers on (they keep the search index and the chat list): the one rule for every
+  /// writer, `chat-sync` and `chatdb import` alike.
+  public static func applyEdit(of messageID: Int64, version: Int64, content: String, editedAt: String, _ db: Database)
+    throws -> Bool
   {
     guard version > 0, let message = try message(messageID, db), message.deletedAt == nil,
       version != message.version
@@ -231,13 +235,13 @@ extension ChatRepository {
   public func applyDelete(of messageID: Int64, deletedAt: String, settling requestID: Int64? = nil) throws -> Bool {
     try erasing { db in
       if let requestID { try db.execute("DELETE FROM MessageChanges WHERE request_id = ?", [requestID]) }
-      return try applyDelete(of: messageID, deletedAt: deletedAt, db)
+      return try Self.applyDelete(of: messageID, deletedAt: deletedAt, db)
     }
   }
 
-  /// ``applyDelete(of:deletedAt:settling:)`` in the caller's transaction, which
-  /// ``erasing(_:)`` opened.
-  func applyDelete(of messageID: Int64, deletedAt: String, _ db: Database) throws -> Bool {
+  /// ``applyDelete(of:deletedAt:settling:)`` in the caller's transaction, with triggers
+  /// on and `secure_delete` set by the caller (``erasing(_:)`` does both).
+  public static func applyDelete(of messageID: Int64, deletedAt: String, _ db: Database) throws -> Bool {
     try db.execute("DELETE FROM MessageChanges WHERE message_id = ?", [messageID])
     guard let message = try message(messageID, db), message.deletedAt == nil else { return false }
     try db.execute("DELETE FROM MessageEdits WHERE message_id = ?", [messageID])
@@ -255,7 +259,7 @@ extension ChatRepository {
     let at = timestamp
     let path = database.path
     try erasing { db in
-      guard try message(messageID, db) != nil else {
+      guard try Self.message(messageID, db) != nil else {
         throw StoreError(.notFound, "\(path): no message \(messageID)", path: path)
       }
       try db.execute("DELETE FROM Messages WHERE id = ?", [messageID])
@@ -310,7 +314,8 @@ extension ChatRepository {
 
   // MARK: - Helpers
 
-  func message(_ id: Int64, _ db: Database) throws -> Message? {
+  /// A stored message by id, in the caller's transaction.
+  public static func message(_ id: Int64, _ db: Database) throws -> Message? {
     try db.query("SELECT \(HotQuery.Columns.message.list()) FROM Messages WHERE id = ?", [id], HotQuery.message).first
   }
 

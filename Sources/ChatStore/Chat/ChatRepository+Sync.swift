@@ -142,12 +142,13 @@ extension ChatRepository {
       var erased = false
       for change in changes {
         if let deletedAt = change.deletedAt {
-          if try applyDelete(of: change.messageID, deletedAt: deletedAt, db) { erased = true }
+          if try Self.applyDelete(of: change.messageID, deletedAt: deletedAt, db) { erased = true }
           continue
         }
         if let edit = change.edit {
           if let content = edit.content {
-            _ = try applyEdit(of: change.messageID, version: edit.version, content: content, editedAt: edit.at, db)
+            _ = try Self.applyEdit(
+              of: change.messageID, version: edit.version, content: content, editedAt: edit.at, db)
           }
           continue
         }

@@ -27,7 +27,7 @@ import Testing
     #expect(try f.chats.applyEdit(of: id, version: 1, content: "second", editedAt: at))
     #expect(try !f.chats.applyEdit(of: id, version: 1, content: "second", editedAt: at), "a replay changes nothing")
     #expect(try !f.chats.applyEdit(of: id, version: 2, content: "third", editedAt: at))
-    let message = try #require(try f.chats.message(id, f.chats.database))
+    let message = try #require(try ChatRepository.message(id, f.chats.database))
     #expect(message.content == "third" && message.version == 2 && message.editedAt == at)
     #expect(try f.chats.editHistory(of: id).map(\.content) == ["first draft", "second"])
     // Search follows the text shown.
@@ -54,7 +54,7 @@ import Testing
     }
     #expect(try Self.holds(f.chats, "zzkeptwordvisible"), "a kept message is still there")
     try f.chats.database.execute("INSERT INTO MessageSearch (MessageSearch) VALUES ('integrity-check')")
-    let tombstone = try #require(try f.chats.message(id, f.chats.database))
+    let tombstone = try #require(try ChatRepository.message(id, f.chats.database))
     #expect(tombstone.content.isEmpty && tombstone.deletedAt != nil && tombstone.status == .synced)
     #expect(try f.chats.editHistory(of: id).isEmpty && f.chats.messageChanges().isEmpty)
     // Edits after the delete change nothing; editing it here is refused.
