@@ -47,6 +47,21 @@ import Testing
     #expect(MessageBatchAnswer.parsePlain(Array(text.utf8)) == nil)
   }
 
+  /// A key given twice is JSONDecoder's to read (the `sync` fuzz target's finding: the
+  /// fast reader kept the second `status`, JSONDecoder another).
+  @Test func anObjectWithAKeyTwiceIsLeftToJSONDecoder() throws {
+    let text =
+      #"{"type":"new_message","payload":{"messageId":70000,"fromUserId":6,"toUserId":1,"content":"hi","status":"SYNCED","createdAt":"2026-01-31T12:00:00.000Z","status":"READ"}}"#
+    #expect(ServerEvent.parsePlain(text) == nil)
+    #expect(MessageBatchAnswer.parsePlain(Array(#"{"results":[],"results":[]}"#.utf8)) == nil)
+    let decoded = try? WireJSON.decode(ServerEvent.self, from: text)
+    if case .newMessage(let message)? = decoded {
+      #expect(RelayEvent.parse(text) == .newMessage(message))
+    } else {
+      #expect(RelayEvent.parse(text) == nil)
+    }
+  }
+
   @Test func perMessageEventsReadAsJSONDecoderReadsThem() throws {
     // Edits and deletes are rare: JSONDecoder reads them (RelayEvent.parse falls back to it).
     for kind in [StatusUpdate.Kind.messageEdited, .messageDeleted] {

@@ -114,21 +114,38 @@ public struct PlainJSONCursor {
 
   /// Reads `{"key": value, …}`: `member` gets each key's bytes (a key with an escape
   /// fails the read) with the cursor at its value, which it must read; false from it
-  /// fails the read.
+  /// fails the read. A key given twice, or more than ``maximumKeys`` keys, fails it too:
+  /// which of two values counts is JSONDecoder's to say (a caller falls back to it; the
+  /// `sync` fuzz target found a `new_message` with `status` twice read two ways).
   public mutating func object(_ member: (UnsafeBufferPointer<UInt8>, inout PlainJSONCursor) -> Bool) -> Bool {
     guard take(UInt8(ascii: "{")) else { return false }
     if take(UInt8(ascii: "}")) { return true }
-    repeat {
-      guard take(UInt8(ascii: "\"")) else { return false }
-      let start = index
-      while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") { index += 1 }
-      guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
-      let key = UnsafeBufferPointer(rebasing: bytes[start..<index])
-      index += 1
-      guard take(UInt8(ascii: ":")), member(key, &self) else { return false }
-    } while take(UInt8(ascii: ","))
-    return take(UInt8(ascii: "}"))
+    return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: Self.maximumKeys) { seen in
+      var keys = 0
+      repeat {
+        guard take(UInt8(ascii: "\"")) else { return false }
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+          index += 1
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), keys < seen.count else { return false }
+        let key = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        for earlier in seen[..<keys] where earlier.count == key.count {
+          if key.isEmpty || memcmp(bytes.baseAddress! + earlier.lowerBound, key.baseAddress!, key.count) == 0 {
+            return false
+          }
+        }
+        seen.initializeElement(at: keys, to: start..<index)
+        keys += 1
+        index += 1
+        guard take(UInt8(ascii: ":")), member(key, &self) else { return false }
+      } while take(UInt8(ascii: ","))
+      return take(UInt8(ascii: "}"))
+    }
   }
+
+  /// The most keys ``object(_:)`` reads in one object (the protocol's have at most 12).
+  public static let maximumKeys = 32
 
   /// Reads `[element, …]`: `element` reads each one; false from it fails the read.
   public mutating func array(_ element: (inout PlainJSONCursor) -> Bool) -> Bool {
