@@ -167,16 +167,20 @@ private func wire(_ bytes: [UInt8]) -> CInt {
   address.sin_addr.s_addr = inet_addr("127.0.0.1")
   var timeout = timeval(tv_sec: 5, tv_usec: 0)
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-  let connected = withUnsafePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+  connectInterruptible(fd, &address)
+  var sent = 0
+  while sent < bytes.count {
+    let count = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+    if count < 0 && errno == EINTR { continue }
+    if count <= 0 { break }
+    sent += count
   }
-  require(connected == 0, "cannot connect to the relay: errno \(errno)")
-  _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
   shutdown(fd, Int32(SHUT_WR))
   var answer: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 65536)
   while true {
     let count = recv(fd, &buffer, buffer.count, 0)
+    if count < 0 && errno == EINTR { continue }
     if count < 0 && errno == EAGAIN {
       require(
         false,
@@ -193,4 +197,23 @@ private func wire(_ bytes: [UInt8]) -> CInt {
       "status line \(line.debugDescription) for \(String(decoding: bytes.prefix(200), as: UTF8.self).debugDescription)")
   }
   return 0
+}
+
+/// `connect(2)` to the loopback relay. libFuzzer's timers interrupt system calls: an
+/// interrupted `connect` goes on in the kernel (calling it again answers `EALREADY`), so
+/// the connection is awaited with `poll` and its outcome read from `SO_ERROR`.
+private func connectInterruptible(_ fd: Int32, _ address: inout sockaddr_in) {
+  let connected = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+  }
+  if connected == 0 { return }
+  require(errno == EINTR, "cannot connect to the relay: errno \(errno)")
+  var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+  var polled: Int32
+  repeat { polled = poll(&ready, 1, 5_000) } while polled < 0 && errno == EINTR
+  require(polled == 1, "cannot connect to the relay: poll answered \(polled), errno \(errno)")
+  var failure: Int32 = 0
+  var length = socklen_t(MemoryLayout<Int32>.size)
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &length)
+  require(failure == 0, "cannot connect to the relay: errno \(failure)")
 }

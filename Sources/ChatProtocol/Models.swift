@@ -38,6 +38,10 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   public var editedAt: String?
   /// When the sender deleted it for everyone: `content` is then "" (a tombstone).
   public var deletedAt: String?
+  /// In a catch-up page, for an edited message: the versions its `content` replaced,
+  /// oldest first (version 0 is the text as sent), so a device that first sees the
+  /// message after its edits still has its edit history. Absent otherwise.
+  public var edits: [RelayMessageVersion]?
 
   /// The status the relay gives a message it has just accepted.
   public static let syncedStatus = "SYNCED"
@@ -46,7 +50,7 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   public init(
     messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
     createdAt: String, fromDeviceId: Int64? = nil, requestId: Int64? = nil, previousId: Int64? = nil,
-    version: Int64? = nil, editedAt: String? = nil, deletedAt: String? = nil
+    version: Int64? = nil, editedAt: String? = nil, deletedAt: String? = nil, edits: [RelayMessageVersion]? = nil
   ) {
     self.messageId = messageId
     self.fromUserId = fromUserId
@@ -60,11 +64,12 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     self.version = version
     self.editedAt = editedAt
     self.deletedAt = deletedAt
+    self.edits = edits
   }
 
   private enum CodingKeys: String, CodingKey {
     case messageId, fromUserId, toUserId, content, status, createdAt, fromDeviceId, requestId, previousId, version,
-      editedAt, deletedAt
+      editedAt, deletedAt, edits
   }
 
   /// Decodes a message; a missing `status` is `SYNCED`.
@@ -82,6 +87,26 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     version = try container.decodeIfPresent(Int64.self, forKey: .version)
     editedAt = try container.decodeIfPresent(String.self, forKey: .editedAt)
     deletedAt = try container.decodeIfPresent(String.self, forKey: .deletedAt)
+    edits = try container.decodeIfPresent([RelayMessageVersion].self, forKey: .edits)
+  }
+}
+
+/// A version of a message's text that an edit replaced: an entry of
+/// ``RelayMessage/edits``.
+///
+/// `{"content": "Hi", "editedAt": "2026-01-31T12:00:00.000Z", "version": 0}`
+public struct RelayMessageVersion: Sendable, Hashable, Codable {
+  /// The version's number: 0 for the text as sent, one more for each edit.
+  public var version: Int64
+  /// Its text.
+  public var content: String
+  /// When it was made: the message's `createdAt` for version 0.
+  public var editedAt: String
+
+  public init(version: Int64, content: String, editedAt: String) {
+    self.version = version
+    self.content = content
+    self.editedAt = editedAt
   }
 }
 

@@ -10,14 +10,16 @@ import ChatStore
 // against `WireJSON.encode` of the same value.
 
 extension RelayMessage {
-  /// `{content, createdAt, deletedAt?, editedAt?, fromDeviceId?, fromUserId, messageId,
-  /// previousId?, requestId?, status, toUserId, version?}`: the optional fields only when set.
+  /// `{content, createdAt, deletedAt?, editedAt?, edits?, fromDeviceId?, fromUserId,
+  /// messageId, previousId?, requestId?, status, toUserId, version?}`: the optional fields
+  /// only when set.
   public var json: [UInt8] {
     var object = JSONObjectWriter()
     object.string("content", content)
     object.string("createdAt", createdAt)
     if let deletedAt { object.string("deletedAt", deletedAt) }
     if let editedAt { object.string("editedAt", editedAt) }
+    if let edits { object.raw("edits", MessagesPage.array(edits.map(\.json))) }
     if let fromDeviceId { object.int("fromDeviceId", fromDeviceId) }
     object.int("fromUserId", fromUserId)
     object.int("messageId", messageId)
@@ -26,6 +28,17 @@ extension RelayMessage {
     object.string("status", status)
     object.int("toUserId", toUserId)
     if let version { object.int("version", version) }
+    return object.closed
+  }
+}
+
+extension RelayMessageVersion {
+  /// `{content, editedAt, version}`.
+  public var json: [UInt8] {
+    var object = JSONObjectWriter()
+    object.string("content", content)
+    object.string("editedAt", editedAt)
+    object.int("version", version)
     return object.closed
   }
 }

@@ -22,6 +22,14 @@ import Testing
     var mine = message
     (mine.fromDeviceId, mine.requestId, mine.previousId) = (3, 77, 10_916_218_899_464_191)
     #expect(mine.json == WireJSON.encode(mine))
+    var edited = message
+    (edited.version, edited.editedAt) = (2, "2026-01-31T12:05:00.000Z")
+    edited.edits = [
+      RelayMessageVersion(version: 0, content: text, editedAt: message.createdAt),
+      RelayMessageVersion(version: 1, content: "b", editedAt: "2026-01-31T12:01:00.000Z"),
+    ]
+    #expect(edited.json == WireJSON.encode(edited))
+    #expect(try WireJSON.decode(RelayMessage.self, from: edited.json) == edited)
     for user in [
       RelayUser(id: 2, name: text, avatarURL: nil, lastConnectedAt: nil),
       RelayUser(id: 2, name: "Bob", avatarURL: text, lastConnectedAt: "2026-01-31T11:59:00.000Z"),

@@ -73,6 +73,23 @@ import Testing
         let history = try device.cli(["history", "--with", device.id == 1 ? "2" : "1", "--edits"])
         #expect(history.stdout.contains("(message deleted)") && history.stdout.contains("edited"), "\(history.stdout)")
       }
+      // A device Ada adds after the edits fetches the edited message with its history,
+      // the text as sent included, and the deleted one as a tombstone only.
+      let adaTablet = try Client(user: 1, device: "tablet", relay: relay, folder: folder)
+      defer { adaTablet.halt() }
+      try adaTablet.start()
+      #expect(
+        try await waitUntil(60) { try adaTablet.count("SELECT count(*) FROM Messages") == 5 },
+        "Ada's tablet: \(adaTablet.log.suffix(1_500))")
+      let tabletHistory = try adaTablet.count(
+        "SELECT count(*) FROM MessageEdits WHERE message_id = \(ids[0]) AND ((version = 0 AND content = 'one qqoriginalword') OR (version = 1 AND content = 'one, edited once'))"
+      )
+      #expect(tabletHistory == 2, "the tablet's edit history of the edited message")
+      #expect(try adaTablet.count("SELECT count(*) FROM MessageEdits WHERE message_id = \(ids[2])") == 0)
+      adaTablet.halt()
+      #expect(Self.bytes(of: adaTablet.db).range(of: Data("zzdeletedword".utf8)) == nil)
+      try chatdbCheck(adaTablet.db)
+
       // Bob's laptop keeps its delete for me through a catch-up after a restart.
       bobLaptop.halt()
       try bobLaptop.start()

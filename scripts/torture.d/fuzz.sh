@@ -36,6 +36,7 @@ ensure_packages "${BUILD_PACKAGES[@]}"
 # main); `swift build` takes one --target at a time.
 build=.build/fuzz
 flags=(--build-path "$build" -Xswiftc -sanitize=fuzzer,address)
+mkdir -p "$build"
 for module in chatdb chat-relay chat-sync; do
   if ! swift build "${flags[@]}" --target "$module" >"$build.log" 2>&1; then
     echo "Error: the instrumented build of $module failed; see $build.log" >&2

@@ -60,6 +60,11 @@ enum RelayQuery {
     FROM RelayStatusUpdates s LEFT JOIN RelayMessageEdits e ON e.message_id = s.message_id AND e.version = s.version
     WHERE s.user_id = ? AND s.sequence > ? ORDER BY s.sequence
     """
+  /// The versions an edited message's text replaced, oldest first (the newest is its text).
+  static let earlierVersions = """
+    SELECT version, content, edited_at FROM RelayMessageEdits
+    WHERE message_id = ?1 AND version < (SELECT version FROM RelayMessages WHERE id = ?1) ORDER BY version
+    """
   /// A user's newest update sequence (0 before any).
   static let lastUpdateOf = "SELECT coalesce(max(sequence), 0) FROM RelayStatusUpdates WHERE user_id = ?"
   /// Raises a device's acknowledged place (forward only).
@@ -114,7 +119,7 @@ enum RelayQuery {
     ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove),
     ("markDelivered", markDelivered), ("messageTo", messageTo),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
-    ("statusUpdates", statusUpdates), ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
+    ("statusUpdates", statusUpdates), ("earlierVersions", earlierVersions), ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
     ("changedByKey", changedByKey),
     ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),

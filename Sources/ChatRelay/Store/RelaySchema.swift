@@ -277,12 +277,14 @@ public enum RelaySchema {
     ALTER TABLE RelayMessages ADD COLUMN edited_at TEXT;
     ALTER TABLE RelayMessages ADD COLUMN deleted_at TEXT;
 
-    -- Every version an edit made, the newest included: a message_edited update names
-    -- one, and a device that missed the event reads it here. Erased with a delete, and
+    -- Every version of an edited message: the text as sent (0, kept at the first edit)
+    -- and each edit's, the newest included. A message_edited update names one, a device
+    -- that missed the event reads it here, and a device that first sees the message in a
+    -- catch-up page gets the older ones as its edit history. Erased with a delete, and
     -- gone with the message.
     CREATE TABLE RelayMessageEdits (
       message_id INTEGER NOT NULL,
-      version INTEGER NOT NULL CHECK (version > 0),
+      version INTEGER NOT NULL CHECK (version >= 0),
       content TEXT NOT NULL,
       edited_at TEXT NOT NULL,
       PRIMARY KEY (message_id, version)

@@ -75,9 +75,9 @@ extension RelayStore {
       }
       guard
         let message = try db.query(
-          "SELECT from_user_id, to_user_id, version, deleted_at, created_at FROM RelayMessages WHERE id = ?",
+          "SELECT from_user_id, to_user_id, version, deleted_at, created_at, content FROM RelayMessages WHERE id = ?",
           [messageID],
-          { ($0.int64(0), $0.int64(1), $0.int64(2), $0.optionalString(3), $0.string(4)) }
+          { ($0.int64(0), $0.int64(1), $0.int64(2), $0.optionalString(3), $0.string(4), $0.string(5)) }
         ).first
       else {
         throw StoreError(.notFound, "message \(messageID) is not on the relay", path: path)
@@ -110,6 +110,12 @@ extension RelayStore {
       case .edit:
         let next = message.2 + 1
         version = next
+        if message.2 == 0 {
+          // The text as sent becomes version 0 of the history a later device fetches.
+          try db.execute(
+            "INSERT OR IGNORE INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, 0, ?, ?)",
+            [messageID, message.5, message.4])
+        }
         try db.execute(
           "INSERT INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?)",
           [messageID, next, content, at])

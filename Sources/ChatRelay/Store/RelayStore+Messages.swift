@@ -136,7 +136,8 @@ extension RelayStore {
   ///
   /// Each message has the status the relay knows: `READ` when its recipient read it (on
   /// any device), `DELIVERED` when a device of the recipient stored it, else `SYNCED`.
-  /// The user's own messages carry their sending device and its `requestId`.
+  /// The user's own messages carry their sending device and its `requestId`; an edited
+  /// one, the versions its text replaced (``RelayMessage/edits``).
   public func log(for user: Int64, after cursor: Int64, limit: Int) throws -> (
     messages: [RelayMessage], hasMore: Bool, next: Int64
   ) {
@@ -155,6 +156,11 @@ extension RelayStore {
       }
       let hasMore = messages.count > limit
       if hasMore { messages.removeLast() }
+      for index in messages.indices where (messages[index].version ?? 0) > 0 && messages[index].deletedAt == nil {
+        messages[index].edits = try db.query(RelayQuery.earlierVersions, [messages[index].messageId]) {
+          RelayMessageVersion(version: $0.int64(0), content: $0.string(1), editedAt: $0.string(2))
+        }
+      }
       let next =
         hasMore ? messages.last?.messageId ?? cursor : max(cursor, try db.int64(RelayQuery.logHead, [user]) ?? 0)
       return (messages, hasMore, next)

@@ -286,6 +286,10 @@ public final class ChatRepository {
         message.createdAt, message.conversationID(owner: ownerID), message.requestID, message.version,
         message.editedAt, message.deletedAt,
       ])
+    for earlier in message.history {
+      try db.execute(
+        HotQuery.storeEarlierVersion.sql, [message.id, earlier.version, earlier.content, earlier.editedAt])
+    }
   }
 
   // MARK: - Receipts

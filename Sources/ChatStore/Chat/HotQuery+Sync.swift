@@ -22,6 +22,18 @@ extension HotQuery {
     ],
     access: [.primaryKey])
 
+  /// Keeps a version an edit replaced, which came with a message from a catch-up page
+  /// (``Message/history``): only below the stored message's version and never for a
+  /// tombstone (a delete erased the history; a late page must not bring it back).
+  public static let storeEarlierVersion = HotQuery(
+    name: "sync: keep an earlier version of a message",
+    sql: """
+      INSERT INTO MessageEdits (message_id, version, content, edited_at)
+      SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL AND version > ?2)
+      ON CONFLICT DO NOTHING
+      """,
+    sampleArguments: [.integer(1), .integer(0), .text("hi"), .text(sample)], access: [.primaryKey])
+
   /// A conversation's receipt marks (delivered up to, read up to) for messages that
   /// arrive after their receipt.
   public static let receiptMarks = HotQuery(
@@ -230,7 +242,7 @@ extension HotQuery {
   /// The sync client's entries of the catalog.
   static let sync: [HotQuery] =
     [
-      storeMessage, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
+      storeMessage, storeEarlierVersion, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
       rememberDeliveryAck, forgetDeliveryAck,
       unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, requestsFromHead, failedRequests, resumeInterruptedSends,
       requeueSent, outboxCounts,

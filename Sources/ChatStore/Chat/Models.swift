@@ -84,10 +84,14 @@ public struct Message: Hashable, Sendable {
   public var editedAt: String?
   /// When the sender deleted it for everyone: a tombstone, its text erased (`content` is '').
   public var deletedAt: String?
+  /// Versions its text replaced that come with it (a catch-up page gives an edited
+  /// message's): stored in `MessageEdits` when it is stored. Not read back with it.
+  public var history: [MessageVersion]
 
   public init(
     id: Int64, fromUserID: Int64, toUserID: Int64, content: String, status: MessageStatus = .synced,
-    createdAt: String, requestID: Int64? = nil, version: Int64 = 0, editedAt: String? = nil, deletedAt: String? = nil
+    createdAt: String, requestID: Int64? = nil, version: Int64 = 0, editedAt: String? = nil, deletedAt: String? = nil,
+    history: [MessageVersion] = []
   ) {
     self.id = id
     self.fromUserID = fromUserID
@@ -99,6 +103,7 @@ public struct Message: Hashable, Sendable {
     self.version = version
     self.editedAt = editedAt
     self.deletedAt = deletedAt
+    self.history = history
   }
 
   /// The conversation this message belongs to, for the file of `owner`: the other user.

@@ -297,7 +297,8 @@ extension RelayMessage {
     Message(
       id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
       status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId,
-      version: version ?? 0, editedAt: editedAt, deletedAt: deletedAt)
+      version: version ?? 0, editedAt: editedAt, deletedAt: deletedAt,
+      history: (edits ?? []).map { MessageVersion(version: $0.version, content: $0.content, editedAt: $0.editedAt) })
   }
 
   /// The message as `device`'s file stores it: the request id only if that device sent it

@@ -244,6 +244,11 @@ async def main():
         assert status == 200 and edited["update"]["version"] == 1 and edited["replayed"] is False, edited
         got = await next_event(bob, "message_edited")
         assert got["messageId"] == target and got["version"] == 1 and got["content"] == "after b3, edited", got
+        # A device that first sees the message in a catch-up page gets its edit history.
+        status, _, page = http("GET", "/v2/messages", token=BOB)
+        shown = [m for m in page["messages"] if m["messageId"] == target]
+        assert shown and shown[0]["version"] == 1 and shown[0]["content"] == "after b3, edited", shown
+        assert shown[0]["edits"] == [{"content": "after b3", "editedAt": shown[0]["createdAt"], "version": 0}], shown
         status, headers, again = http("POST", f"/v2/messages/{target}/edit", token=ALICE,
                                       body={"requestId": 40, "content": "after b3, edited"})
         assert status == 200 and again["replayed"] is True and headers.get("idempotent-replayed") == "true", again
@@ -265,6 +270,7 @@ async def main():
         status, _, page = http("GET", "/v2/messages", token=BOB)
         tombstone = [m for m in page["messages"] if m["messageId"] == target]
         assert tombstone and tombstone[0]["content"] == "" and "deletedAt" in tombstone[0], tombstone
+        assert "edits" not in tombstone[0] and "editedAt" not in tombstone[0], tombstone
         kinds = [(u["type"], u.get("content")) for u in page["statusUpdates"] if u["messageId"] == target]
         assert kinds == [("message_edited", None), ("message_deleted", None)], kinds  # the edit's text is erased
 

@@ -35,6 +35,31 @@ import Testing
     #expect(try f.chats.search("draft").hits.isEmpty)
   }
 
+  @Test func aMessageFetchedAfterItsEditsKeepsTheHistoryItCameWith() throws {
+    let f = try ChatFixture()
+    let id = f.relayID(1)
+    let gone = f.relayID(2)
+    var edited = f.incoming(id, from: 2, "third")
+    edited.version = 2
+    edited.editedAt = f.tick()
+    edited.history = [
+      MessageVersion(version: 0, content: "first", editedAt: edited.createdAt),
+      MessageVersion(version: 1, content: "second", editedAt: edited.editedAt!),
+      MessageVersion(version: 2, content: "not below the version shown", editedAt: edited.editedAt!),
+    ]
+    _ = try f.chats.receive([edited], users: [], messageCursor: nil)
+    #expect(try f.chats.editHistory(of: id).map(\.content) == ["first", "second"])
+    // A late page with history for a message deleted here since brings none of it back.
+    _ = try f.chats.receive([f.incoming(gone, from: 2, "doomed")], users: [], messageCursor: nil)
+    try f.chats.applyDelete(of: gone, deletedAt: f.tick())
+    var stale = f.incoming(gone, from: 2, "doomed, edited")
+    stale.version = 1
+    stale.history = [MessageVersion(version: 0, content: "doomed", editedAt: stale.createdAt)]
+    try f.chats.receive([stale])
+    #expect(try f.chats.editHistory(of: gone).isEmpty)
+    #expect(try ChatRepository.message(gone, f.chats.database)?.content == "")
+  }
+
   @Test func aDeleteWinsOverEveryEditAndErasesTheText() throws {
     let f = try ChatFixture()
     let id = f.relayID(1)
