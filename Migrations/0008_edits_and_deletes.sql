@@ -18,6 +18,8 @@ CREATE TABLE MessageEdits (
   edited_at TEXT NOT NULL,
   PRIMARY KEY (message_id, version)
 ) WITHOUT ROWID;
+-- `chatdb evict --edit-history-older-than` deletes by time, a short transaction at a time.
+CREATE INDEX MessageEdits_by_time ON MessageEdits (edited_at);
 
 -- Deleted on this device only ("delete for me"): the id stays so the message does not
 -- come back with the next sync or catch-up page.

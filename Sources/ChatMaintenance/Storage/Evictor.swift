@@ -585,18 +585,17 @@ public final class Evictor {
     return ((try db.int64("PRAGMA page_count") ?? 0) - (try db.int64("PRAGMA freelist_count") ?? 0)) * pageSize
   }
 
-  /// Copies the WAL into the file without holding the write lock, then truncates it
-  /// (a short wait for the lock: little is left to copy).
   /// Deletes the edit history older than the policy's cutoff, 1,000 versions a short
-  /// transaction, with `secure_delete` on: the text of a version replaced by an edit is
-  /// not left in the file's free bytes (the final checkpoint truncates the WAL).
+  /// transaction (oldest first, by `MessageEdits_by_time`), with `secure_delete` on: the
+  /// text of a version replaced by an edit is not left in the file's free bytes (the final
+  /// checkpoint truncates the WAL).
   private func purgeEditHistory(_ policy: EvictionPolicy, settings: inout ConnectionSettings) throws -> Int64 {
     guard let cutoff = policy.editHistoryCutoff else { return 0 }
     try settings.set("secure_delete", 1)
     let delete = try db.prepare(
       """
       DELETE FROM MessageEdits WHERE (message_id, version) IN (
-        SELECT message_id, version FROM MessageEdits WHERE edited_at < ?1 LIMIT 1000)
+        SELECT message_id, version FROM MessageEdits WHERE edited_at < ?1 ORDER BY edited_at LIMIT 1000)
       """)
     var purged: Int64 = 0
     while true {
@@ -610,6 +609,8 @@ public final class Evictor {
     }
   }
 
+  /// Copies the WAL into the file without holding the write lock, then truncates it
+  /// (a short wait for the lock: little is left to copy).
   private func checkpoint() throws {
     try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

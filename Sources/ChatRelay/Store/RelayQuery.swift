@@ -48,13 +48,14 @@ enum RelayQuery {
   static let contactExists = "SELECT EXISTS (SELECT 1 FROM RelayContacts WHERE user_id = ? AND contact_id = ?)"
   static let contactsOf = "SELECT contact_id FROM RelayContacts WHERE user_id = ? ORDER BY contact_id"
   static let readMark = "SELECT up_to FROM RelayReadMarks WHERE reader_id = ? AND sender_id = ?"
-  /// With an edit's version and its text (NULL once the message was deleted).
   /// The message a post made with this (sender, device, requestId), if any.
   static let postedByKey =
     "SELECT message_id FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
   /// The message an edit or delete with this (sender, device, requestId) changed, if any.
   static let changedByKey =
     "SELECT message_id FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
+  /// A user's status updates after a sequence, with an edit's version and its text (NULL
+  /// once the message was deleted).
   static let statusUpdates = """
     SELECT s.sequence, s.user_id, s.type, s.message_id, s.conversation_id, s.at, s.version, e.content
     FROM RelayStatusUpdates s LEFT JOIN RelayMessageEdits e ON e.message_id = s.message_id AND e.version = s.version
@@ -65,6 +66,26 @@ enum RelayQuery {
     SELECT version, content, edited_at FROM RelayMessageEdits
     WHERE message_id = ?1 AND version < (SELECT version FROM RelayMessages WHERE id = ?1) ORDER BY version
     """
+  // Edits and deletes (`RelayStore.change`).
+  /// The change a (sender, device, requestId) made, if any.
+  static let changeRecord =
+    "SELECT message_id, kind, version, content_digest, at FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
+  static let messageToChange =
+    "SELECT from_user_id, to_user_id, version, deleted_at, created_at, content FROM RelayMessages WHERE id = ?"
+  static let partiesOf = "SELECT from_user_id, to_user_id FROM RelayMessages WHERE id = ?"
+  /// A version of a message's text (0 the text as sent, kept at its first edit).
+  static let insertVersion =
+    "INSERT OR IGNORE INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?)"
+  static let editMessage = "UPDATE RelayMessages SET content = ?, version = ?, edited_at = ? WHERE id = ?"
+  static let eraseVersions = "DELETE FROM RelayMessageEdits WHERE message_id = ?"
+  static let leaveTombstone = "UPDATE RelayMessages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?"
+  /// An idempotency record made before relay migration 0003 kept the text itself.
+  static let requestTextOf = "SELECT content FROM RelayRequests WHERE message_id = ? AND content IS NOT NULL"
+  static let forgetRequestText = "UPDATE RelayRequests SET content = NULL, content_digest = ? WHERE message_id = ?"
+  static let recordChange =
+    "INSERT INTO RelayChangeRequests (from_user_id, device_id, request_id, message_id, kind, version, content_digest, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+  static let insertChangeUpdate =
+    "INSERT INTO RelayStatusUpdates (user_id, type, message_id, conversation_id, at, version) VALUES (?, ?, ?, ?, ?, ?)"
   /// A user's newest update sequence (0 before any).
   static let lastUpdateOf = "SELECT coalesce(max(sequence), 0) FROM RelayStatusUpdates WHERE user_id = ?"
   /// Raises a device's acknowledged place (forward only).
@@ -119,8 +140,11 @@ enum RelayQuery {
     ("logHead", logHead), ("setLogHeads", setLogHeads), ("log", log), ("logCountAbove", logCountAbove),
     ("markDelivered", markDelivered), ("messageTo", messageTo),
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
-    ("statusUpdates", statusUpdates), ("earlierVersions", earlierVersions), ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
-    ("changedByKey", changedByKey),
+    ("statusUpdates", statusUpdates), ("earlierVersions", earlierVersions),
+    ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
+    ("changedByKey", changedByKey), ("changeRecord", changeRecord), ("messageToChange", messageToChange),
+    ("partiesOf", partiesOf), ("editMessage", editMessage), ("eraseVersions", eraseVersions),
+    ("leaveTombstone", leaveTombstone), ("requestTextOf", requestTextOf), ("forgetRequestText", forgetRequestText),
     ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),
     ("slowestDevice", slowestDevice), ("dropStatusUpdates", dropStatusUpdates),
     ("dropAcknowledgedReceived", dropAcknowledgedReceived), ("dropAcknowledgedSent", dropAcknowledgedSent),

@@ -53,8 +53,7 @@ extension RelayStore {
     let at = Timestamp.string(milliseconds: now)
     return try writing("\(kind.rawValue) message \(messageID) in") { db in
       let records = try db.query(
-        "SELECT message_id, kind, version, content_digest, at FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?",
-        [sender, device, requestID]
+        RelayQuery.changeRecord, [sender, device, requestID]
       ) { row -> (Int64, String, Int64?, [UInt8]?, String) in
         var digest: [UInt8]?
         if case .blob(let bytes) = row.value(3) { digest = bytes }
@@ -75,8 +74,7 @@ extension RelayStore {
       }
       guard
         let message = try db.query(
-          "SELECT from_user_id, to_user_id, version, deleted_at, created_at, content FROM RelayMessages WHERE id = ?",
-          [messageID],
+          RelayQuery.messageToChange, [messageID],
           { ($0.int64(0), $0.int64(1), $0.int64(2), $0.optionalString(3), $0.string(4), $0.string(5)) }
         ).first
       else {
@@ -112,39 +110,23 @@ extension RelayStore {
         version = next
         if message.2 == 0 {
           // The text as sent becomes version 0 of the history a later device fetches.
-          try db.execute(
-            "INSERT OR IGNORE INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, 0, ?, ?)",
-            [messageID, message.5, message.4])
+          try db.execute(RelayQuery.insertVersion, [messageID, 0, message.5, message.4])
         }
-        try db.execute(
-          "INSERT INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?)",
-          [messageID, next, content, at])
-        try db.execute(
-          "UPDATE RelayMessages SET content = ?, version = ?, edited_at = ? WHERE id = ?",
-          [content, next, at, messageID])
+        try db.execute(RelayQuery.insertVersion, [messageID, next, content, at])
+        try db.execute(RelayQuery.editMessage, [content, next, at, messageID])
       case .delete:
-        try db.execute("DELETE FROM RelayMessageEdits WHERE message_id = ?", [messageID])
-        try db.execute(
-          "UPDATE RelayMessages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?", [at, messageID])
+        try db.execute(RelayQuery.eraseVersions, [messageID])
+        try db.execute(RelayQuery.leaveTombstone, [at, messageID])
         // An idempotency record made before 0003 kept the text itself: it keeps the digest instead.
-        let kept = try db.query(
-          "SELECT content FROM RelayRequests WHERE message_id = ? AND content IS NOT NULL", [messageID]
-        ) { $0.string(0) }
-        for text in kept {
-          try db.execute(
-            "UPDATE RelayRequests SET content = NULL, content_digest = ? WHERE message_id = ?",
-            [SHA256.digest(text.utf8), messageID])
-        }
+        let kept = try db.query(RelayQuery.requestTextOf, [messageID]) { $0.string(0) }
+        for text in kept { try db.execute(RelayQuery.forgetRequestText, [SHA256.digest(text.utf8), messageID]) }
       }
       try db.execute(
-        "INSERT INTO RelayChangeRequests (from_user_id, device_id, request_id, message_id, kind, version, content_digest, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [sender, device, requestID, messageID, kind.rawValue, version, digest, at])
+        RelayQuery.recordChange, [sender, device, requestID, messageID, kind.rawValue, version, digest, at])
       let type: StatusUpdate.Kind = kind == .edit ? .messageEdited : .messageDeleted
       var pushed: [RelayStatusUpdate] = []
       for (user, other) in [(sender, recipient), (recipient, sender)] {
-        try db.execute(
-          "INSERT INTO RelayStatusUpdates (user_id, type, message_id, conversation_id, at, version) VALUES (?, ?, ?, ?, ?, ?)",
-          [user, type.rawValue, messageID, other, at, version])
+        try db.execute(RelayQuery.insertChangeUpdate, [user, type.rawValue, messageID, other, at, version])
         pushed.append(
           RelayStatusUpdate(
             sequence: db.lastInsertRowID, userId: user, type: type, messageId: messageID, conversationId: other, at: at,
@@ -162,7 +144,7 @@ extension RelayStore {
 
   /// The other party of message `messageID` from `user`'s side, or nil when it is gone.
   private func counterpart(of messageID: Int64, for user: Int64, _ db: Database) throws -> Int64? {
-    try db.query("SELECT from_user_id, to_user_id FROM RelayMessages WHERE id = ?", [messageID]) {
+    try db.query(RelayQuery.partiesOf, [messageID]) {
       $0.int64(0) == user ? $0.int64(1) : $0.int64(0)
     }.first
   }

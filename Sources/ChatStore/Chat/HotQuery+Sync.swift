@@ -242,7 +242,8 @@ extension HotQuery {
   /// The sync client's entries of the catalog.
   static let sync: [HotQuery] =
     [
-      storeMessage, storeEarlierVersion, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere, matchingRequest,
+      storeMessage, storeEarlierVersion, receiptMarks, takeEarlyReceipt, keepEarlyReceipt, markReadElsewhere,
+      matchingRequest,
       rememberDeliveryAck, forgetDeliveryAck,
       unconfirmedDeliveryAcks, confirmDelivered, outboxHeads, requestsFromHead, failedRequests, resumeInterruptedSends,
       requeueSent, outboxCounts,
