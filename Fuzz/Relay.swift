@@ -70,6 +70,10 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// The fast parser of POST bodies and JSONDecoder: when the first accepts a body, the
 /// second must read the same four fields from it.
 private func checkPostBody(_ body: [UInt8]) {
+  if let batch = MessageBatchPost.parsePlain(body) {
+    let decoded = try? decode(body) as MessageBatchPost
+    require(batch == decoded, "the plain batch parser read \(batch), JSONDecoder \(String(describing: decoded))")
+  }
   guard let plain = MessagePost.parsePlain(body) else { return }
   let decoded: MessagePost
   do { decoded = try decode(body) } catch {

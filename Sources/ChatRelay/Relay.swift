@@ -258,7 +258,7 @@ public final class Relay: @unchecked Sendable {
   func postBatch(_ request: HTTPRequest, from owner: RelayCredential) throws -> HTTPResponse {
     if faults.fire(.error503) { throw APIError.unavailable("fault injected: error-503") }
     if faults.fire(.throttle429) { throw APIError.throttled(retryAfter: 1) }
-    let body: MessageBatchPost = try decode(request.body)
+    let body: MessageBatchPost = try MessageBatchPost.parsePlain(request.body) ?? decode(request.body)
     guard (1...Self.maximumBatch).contains(body.messages.count) else {
       throw APIError.badRequest(
         "field 'messages': expected 1 to \(Self.maximumBatch) messages, got \(body.messages.count)", field: "messages")

@@ -73,6 +73,31 @@ import Testing
     #expect(plain.content == expected.content && plain.createdAt == expected.createdAt)
   }
 
+  @Test(arguments: [
+    #"{"messages":[{"requestId":7,"toUserId":2,"content":"Hi"},{"requestId":8,"toUserId":2,"content":"a\"b","createdAt":null}]}"#,
+    #" { "after" : 6 , "messages" : [ {"toUserId":2,"content":"x","requestId":9} ] } "#,
+    #"{"messages":[],"after":null}"#, #"{"messages":[{"requestId":7,"toUserId":2}]}"#,
+    #"{"messages":[{"requestId":7,"toUserId":2,"content":"x"}],"after":1.5}"#,
+    #"{"messages":[{"requestId":7,"toUserId":2,"content":"x"}],"messages":[]}"#,
+    #"{"messages":[{"requestId":7,"toUserId":2,"content":"x"},]}"#, #"{"after":3}"#, #"{"messages":{}}"#,
+    #"{"messages":[{"requestId":7,"toUserId":2,"content":"x","extra":1}]}"#,
+  ])
+  func thePlainBatchParserReadsWhatJSONDecoderReads(_ text: String) throws {
+    let bytes = Array(text.utf8)
+    let decoded = try? JSONDecoder().decode(MessageBatchPost.self, from: Data(bytes))
+    guard let plain = MessageBatchPost.parsePlain(bytes) else { return }  // left to JSONDecoder
+    #expect(plain == decoded)
+  }
+
+  @Test func thePlainParsersTakeTheClientsBodies() throws {
+    let batch = MessageBatchPost(
+      messages: [
+        MessagePost(requestId: 1, toUserId: 2, content: "one \"quoted\" é", createdAt: "2026-01-31T12:00:00.000Z"),
+        MessagePost(requestId: 2, toUserId: 2, content: "two", createdAt: nil),
+      ], after: 5)
+    #expect(MessageBatchPost.parsePlain(WireJSON.encode(batch)) == batch)
+  }
+
   @Test func thePlainBodyParserTakesTheBenchsBodies() {
     let body = Array(#"{"requestId": 1733000000000001, "toUserId": 102, "content": "12.5 xxxxxxxx"}"#.utf8)
     #expect(MessagePost.parsePlain(body)?.toUserId == 102)
