@@ -374,10 +374,15 @@ import Testing
         #"{"type":"new_message","payload":{"messageId":100,"fromUserId":9,"toUserId":1,"content":"who?","status":"SYNCED","createdAt":"2026-01-01T00:00:02.000Z"}}"#
       )
       socket.deliver("garbage")
+      // Typing for a minute, then again for 0.3 s: the second window replaces the first
+      // and ends on its own (no deadline for the test to catch inside a short window).
+      socket.deliver(
+        #"{"type":"contact_status_update","payload":{"userId":2,"online":true,"lastSeenAt":null,"typing":true,"typingExpiresInMs":60000}}"#
+      )
+      #expect(await eventually { await engine.typingContacts() == [2] })
       socket.deliver(
         #"{"type":"contact_status_update","payload":{"userId":2,"online":true,"lastSeenAt":null,"typing":true,"typingExpiresInMs":300}}"#
       )
-      #expect(await eventually { await engine.typingContacts() == [2] })
       #expect(await eventually { await engine.typingContacts().isEmpty }, "typing expires after typingExpiresInMs")
       #expect(await eventually { await engine.metrics.received == 3 })
       #expect(await eventually { socket.sent.contains { $0.contains("delivery_ack") } })

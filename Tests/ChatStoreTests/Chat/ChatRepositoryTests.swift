@@ -287,4 +287,30 @@ import Testing
     #expect(summary.count == ConversationPreview.summaryLength)
     #expect(summary.hasSuffix("…"))
   }
+
+  /// A sender's run meets its own messages in a catch-up page before their batch's
+  /// answer: a page long enough for the bulk path settles each request as the answer
+  /// would, keeps the request id of one it does not match, and the chat list and the
+  /// search index stay exact.
+  @Test func aPageOfThisDevicesOwnMessagesSettlesTheirRequestsInBulk() throws {
+    let f = try ChatFixture()
+    let requests = try (0..<40).map { try f.chats.send(to: 2, content: "queued \($0) zqbulkword") }
+    let other = try f.chats.send(to: 3, content: "not in the page")
+    var page = requests.enumerated().map { index, request in
+      f.outgoing(f.relayID(Int64(index + 1)), to: 2, request.content, requestID: request.requestID)
+    }
+    // One whose request id matches no queued text (another device's numbering).
+    page.append(f.outgoing(f.relayID(50), to: 3, "sent elsewhere", requestID: other.requestID))
+    #expect(page.count >= ChatRepository.bulkReceiveThreshold)
+    _ = try f.chats.receive(page, users: [], messageCursor: nil)
+    #expect(try f.chats.database.int64("SELECT count(*) FROM MessageRequests") == 1)
+    #expect(try f.chats.request(other.requestID)?.content == "not in the page")
+    #expect(try f.chats.database.int64("SELECT count(*) FROM Messages") == 41)
+    #expect(try f.chats.search("zqbulkword", limit: 100).hits.count == 40)
+    let list = try f.chats.database.query(HotQuery.conversationList.sql, [50]) { $0.values.map(\.description) }
+    let computed = try f.chats.database.query(HotQuery.conversationListFromTables.sql, [50]) {
+      $0.values.map(\.description)
+    }
+    #expect(list == computed)
+  }
 }
