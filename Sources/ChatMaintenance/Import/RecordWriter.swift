@@ -72,6 +72,9 @@ public final class RecordWriter {
   /// Messages waiting for the multi-row insert, with the line each came from and their
   /// CJK index text.
   private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
+  /// Newer versions and deletes for everyone of messages the file holds, applied together
+  /// (``applyChanges()``), each with whether its record was already counted as changed.
+  private var pendingChanges: [(message: Message, counted: Bool)] = []
   /// Ids in `Users`, for the foreign-key rule.
   private var knownUsers: Set<Int64>
   /// Messages deleted on this device only (`HiddenMessages`): an import does not bring
@@ -111,12 +114,7 @@ public final class RecordWriter {
         version, edited_at, deleted_at)
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
       """)
-    insertEdit = try database.prepare(
-      """
-      INSERT INTO MessageEdits (message_id, version, content, edited_at)
-      SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL AND version > ?2)
-      ON CONFLICT DO NOTHING
-      """)
+    insertEdit = try database.prepare(HotQuery.storeEarlierVersion.sql)
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
     insertRequest = try database.prepare(
@@ -245,6 +243,7 @@ public final class RecordWriter {
   /// Rolls the open batch back and restores the settings (after a failure).
   func abandon() {
     pendingMessages.removeAll(keepingCapacity: true)
+    pendingChanges.removeAll(keepingCapacity: true)
     summaries.discard()
     search.discard()
     inBatch = 0
@@ -264,6 +263,7 @@ public final class RecordWriter {
   /// Commits the batch and, unless it was the last, opens the next one.
   private func commitBatch(last: Bool = false) throws {
     try flushMessages()
+    try applyChanges()
     try summaries.apply()
     try search.flush()
     try db.commit()
@@ -322,6 +322,7 @@ public final class RecordWriter {
       // An older version of a message this file holds (its line came before): kept when
       // it is older than the text shown, and the message is no tombstone.
       try flushMessages()
+      try applyChanges()
       try insertEdit.execute([messageID, v.version, v.content, v.editedAt])
       if db.changes > 0 { summary.edits += 1 } else { summary.unchanged += 1 }
     case .request(let r):
@@ -374,22 +375,47 @@ public final class RecordWriter {
   /// Columns of a message insert.
   static let messageColumns = 11
 
-  /// For a message already in the file: applies a newer version or a delete for
-  /// everyone that the record carries (format 2) by `ChatRepository`'s own rule, with
-  /// triggers on for that row (they keep its search entries, as for a row `chat-sync`
-  /// changes) and `secure_delete`, so the text replaced leaves no bytes behind. Returns
-  /// whether it changed the row.
-  private func applyChange(_ m: Message) throws -> Bool {
+  /// For a message already in the file, what its record carries beyond the row (format
+  /// 2): a version older than the one stored goes to the edit history now (true when
+  /// kept); a newer version or a delete for everyone waits for ``applyChanges()``
+  /// (`counted`: the record already counts as changed); anything else changes nothing.
+  private func noteChange(_ m: Message, counted: Bool) throws -> Bool {
     guard m.deletedAt != nil || m.version > 0 else { return false }
+    guard let stored = try ChatRepository.message(m.id, db), stored.deletedAt == nil else { return false }
+    if m.deletedAt == nil && m.version < stored.version {
+      return try ChatRepository.applyEdit(
+        of: m.id, version: m.version, content: m.content, editedAt: m.editedAt ?? m.createdAt, db)
+    }
+    if m.deletedAt != nil || m.version > stored.version { pendingChanges.append((m, counted)) }
+    return false
+  }
+
+  /// Applies the waiting newer versions and deletes by `ChatRepository`'s own rule, with
+  /// triggers on for those rows (they keep their search entries, as for a row `chat-sync`
+  /// changes) and `secure_delete`, so the text replaced leaves no bytes behind. All at
+  /// once: switching triggers expires every prepared statement, and doing it per change
+  /// made `generate --edit-rate 0.02 --delete-rate 0.01` take 7.9 s for 100,000 messages
+  /// against 1.7 s without changes.
+  private func applyChanges() throws {
+    guard !pendingChanges.isEmpty else { return }
+    defer { pendingChanges.removeAll(keepingCapacity: true) }
     try db.execute("PRAGMA secure_delete = ON")
-    // The row may have been inserted by this batch (the same id twice in a file): its index
-    // entry goes in first, so the triggers' deletion marker meets it.
+    // A row inserted by this batch has its index entry written first, so the triggers'
+    // deletion marker meets it.
     try search.flush()
     try db.setTriggersEnabled(true)
     defer { try? db.setTriggersEnabled(false) }
-    if let deletedAt = m.deletedAt { return try ChatRepository.applyDelete(of: m.id, deletedAt: deletedAt, db) }
-    return try ChatRepository.applyEdit(
-      of: m.id, version: m.version, content: m.content, editedAt: m.editedAt ?? m.createdAt, db)
+    for (m, counted) in pendingChanges {
+      let changed =
+        try m.deletedAt.map { try ChatRepository.applyDelete(of: m.id, deletedAt: $0, db) }
+        ?? ChatRepository.applyEdit(
+          of: m.id, version: m.version, content: m.content, editedAt: m.editedAt ?? m.createdAt, db)
+      if changed && !counted {
+        summary.messages += 1
+        summary.unchanged -= 1
+        summaries.changed(conversation: m.conversationID(owner: owner))
+      }
+    }
   }
 
   /// Inserts one message; a message already there can only move its status forward.
@@ -423,7 +449,7 @@ public final class RecordWriter {
       }
     }
     let advanced = try advanceStatus.first([m.id, m.status.rawValue], { _ in true }) == true
-    let changed = try applyChange(m)
+    let changed = try noteChange(m, counted: advanced)
     if advanced || changed {
       summary.messages += 1
       summaries.changed(conversation: m.conversationID(owner: owner))
