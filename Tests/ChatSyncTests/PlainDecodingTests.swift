@@ -18,6 +18,17 @@ import Testing
     RelayMessage(messageId: 3, fromUserId: 9, toUserId: 1, content: "", createdAt: "x", requestId: 1),
   ]
 
+  @Test func batchBodiesAreTheBytesJSONEncoderWrites() throws {
+    let posts = Self.messages.enumerated().map {
+      MessagePost(
+        requestId: Int64($0.offset + 1), toUserId: $0.element.toUserId, content: $0.element.content + " / \u{1f}",
+        createdAt: $0.offset == 1 ? nil : $0.element.createdAt)
+    }
+    for body in [MessageBatchPost(messages: posts), MessageBatchPost(messages: posts, after: 42)] {
+      #expect(body.json == WireJSON.encode(body), "\(String(decoding: body.json, as: UTF8.self))")
+    }
+  }
+
   @Test func batchAnswersReadAsJSONDecoderReadsThem() throws {
     let answer = MessageBatchAnswer(
       results: Self.messages.enumerated().map {
