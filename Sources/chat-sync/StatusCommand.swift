@@ -37,7 +37,10 @@ enum StatusCommand: ParsableCommand {
     ]
     let changes = try repository.messageChanges()
     if !changes.isEmpty {
-      lines.append("changes:   \(changes.count) edit(s) or delete(s) waiting")
+      let refused = changes.filter { $0.nextAttemptAt == nil }.count
+      lines.append(
+        "changes:   \(changes.count - refused) edit(s) or delete(s) waiting, \(refused) failed for good"
+          + (refused > 0 ? " ('chat-sync delete REQUEST_ID' drops one)" : ""))
     }
     for change in changes {
       let what = change.kind == .edit ? "edit" : "delete for everyone"
