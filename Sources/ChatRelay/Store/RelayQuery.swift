@@ -51,9 +51,6 @@ enum RelayQuery {
   /// The message a post made with this (sender, device, requestId), if any.
   static let postedByKey =
     "SELECT message_id FROM RelayRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
-  /// The message an edit or delete with this (sender, device, requestId) changed, if any.
-  static let changedByKey =
-    "SELECT message_id FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
   /// A user's status updates after a sequence, with an edit's version and its text (NULL
   /// once the message was deleted).
   static let statusUpdates = """
@@ -67,7 +64,7 @@ enum RelayQuery {
     WHERE message_id = ?1 AND version < (SELECT version FROM RelayMessages WHERE id = ?1) ORDER BY version
     """
   // Edits and deletes (`RelayStore.change`).
-  /// The change a (sender, device, requestId) made, if any.
+  /// The change a (sender, device, requestId) made, if any (its message first).
   static let changeRecord =
     "SELECT message_id, kind, version, content_digest, at FROM RelayChangeRequests WHERE from_user_id = ? AND device_id = ? AND request_id = ?"
   static let messageToChange =
@@ -142,7 +139,7 @@ enum RelayQuery {
     ("contactExists", contactExists), ("contactsOf", contactsOf), ("readMark", readMark),
     ("statusUpdates", statusUpdates), ("earlierVersions", earlierVersions),
     ("forgetChangeRequests", forgetChangeRequests), ("postedByKey", postedByKey),
-    ("changedByKey", changedByKey), ("changeRecord", changeRecord), ("messageToChange", messageToChange),
+    ("changeRecord", changeRecord), ("messageToChange", messageToChange),
     ("partiesOf", partiesOf), ("editMessage", editMessage), ("eraseVersions", eraseVersions),
     ("leaveTombstone", leaveTombstone), ("requestTextOf", requestTextOf), ("forgetRequestText", forgetRequestText),
     ("lastUpdateOf", lastUpdateOf), ("raiseDeviceCursors", raiseDeviceCursors),

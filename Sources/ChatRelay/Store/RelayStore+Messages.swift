@@ -86,7 +86,7 @@ extension RelayStore {
         message.requestId = requestID
         return Posted(message: message, place: nil)
       }
-      if let changed = try db.int64(RelayQuery.changedByKey, [sender, device, requestID]) {
+      if let changed = try db.int64(RelayQuery.changeRecord, [sender, device, requestID]) {
         throw RequestIDConflict(requestID: requestID, messageID: changed)
       }
       try requireUser(sender, db, role: "sender")

@@ -48,15 +48,8 @@ extension ChatRepository {
         // of the outbox: a sender's run that met 300 of its messages so spent 1 ms each.
         var settling: [Int64] = []
         var page = fresh
-        for index in page.indices where page[index].fromUserID == ownerID {
-          guard let requestID = page[index].requestID else { continue }
-          let message = page[index]
-          if try db.int64(HotQuery.matchingRequest.sql, [requestID, message.toUserID, message.content]) != nil {
-            settling.append(requestID)
-          } else if let holder = try db.int64(HotQuery.messageByRequest.sql, [ownerID, requestID]), holder != message.id
-          {
-            page[index].requestID = nil
-          }
+        for index in page.indices {
+          if let requestID = try requestSettled(by: &page[index], db) { settling.append(requestID) }
         }
         try storeInBulk(page, settling: settling, in: db)
       } else {

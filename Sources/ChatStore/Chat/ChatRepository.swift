@@ -230,15 +230,8 @@ public final class ChatRepository {
 
   func store(_ messages: [Message], in db: Database) throws {
     for var message in messages {
-      if message.fromUserID == ownerID, let requestID = message.requestID {
-        // A message this device sent, fetched before its answer came (or in a file that
-        // lost its outbox): it completes the request only if it is that request's
-        // message; otherwise the request id means nothing here.
-        if try db.int64(HotQuery.matchingRequest.sql, [requestID, message.toUserID, message.content]) != nil {
-          try db.execute(HotQuery.deleteRequest.sql, [requestID])
-        } else if let holder = try db.int64(HotQuery.messageByRequest.sql, [ownerID, requestID]), holder != message.id {
-          message.requestID = nil
-        }
+      if let requestID = try requestSettled(by: &message, db) {
+        try db.execute(HotQuery.deleteRequest.sql, [requestID])
       }
       try store(message, in: db)
       if message.fromUserID != ownerID && message.status == .synced {
@@ -250,6 +243,21 @@ public final class ChatRepository {
 
   /// Stores one message.
   public func receive(_ message: Message) throws { try receive([message]) }
+
+  /// A message this device sent, fetched before its answer came (or in a file that lost
+  /// its outbox): it completes its request only if it is that request's message (the
+  /// request id is returned, for the caller to delete); otherwise the request id means
+  /// nothing here and is cleared when another message holds it.
+  func requestSettled(by message: inout Message, _ db: Database) throws -> Int64? {
+    guard message.fromUserID == ownerID, let requestID = message.requestID else { return nil }
+    if try db.int64(HotQuery.matchingRequest.sql, [requestID, message.toUserID, message.content]) != nil {
+      return requestID
+    }
+    if let holder = try db.int64(HotQuery.messageByRequest.sql, [ownerID, requestID]), holder != message.id {
+      message.requestID = nil
+    }
+    return nil
+  }
 
   private func store(_ message: Message, in db: Database) throws {
     guard message.fromUserID != message.toUserID else {
