@@ -1,10 +1,14 @@
 #include <libwebsockets.h>
+#include <netinet/tcp.h>
 
 /* Swift cannot import function-like or computed macros; re-export the ones the
  * relay needs as constants. */
 
 /* Bytes lws needs in front of every buffer passed to lws_write (LWS_PRE). */
 static const int chat_lws_pre = LWS_PRE;
+
+/* TCP_CORK, for the relay's bursts of socket frames (see ServiceCore.writeSocket). */
+static const int chat_tcp_cork = TCP_CORK;
 
 /* Server options used by the relay (64-bit shifted macros). */
 static const unsigned long long chat_lws_option_validate_utf8 = LWS_SERVER_OPTION_VALIDATE_UTF8;

@@ -191,7 +191,13 @@ private final class Box<T>: @unchecked Sendable {
   var value: T?
 }
 
-/// Log lines on stderr, each with the time.
-@Sendable func logLine(_ line: String) {
-  TextOutput.writeAll("\(Timestamp.now()) \(line)\n", to: STDERR_FILENO)
+/// Log lines on stderr, each with the time; the lines of one call (separated by
+/// newlines) with one write.
+@Sendable func logLine(_ lines: String) {
+  let now = Timestamp.now()
+  var text = ""
+  for line in lines.split(separator: "\n", omittingEmptySubsequences: false) {
+    text += "\(now) \(line)\n"
+  }
+  TextOutput.writeAll(text, to: STDERR_FILENO)
 }

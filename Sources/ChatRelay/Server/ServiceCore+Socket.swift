@@ -72,58 +72,65 @@ extension ServiceCore {
     return 0
   }
 
-  private enum NextWrite: Sendable {
-    case message(String, more: Bool)
-    case close(UInt16)
-    case nothing
-  }
-
   /// Frames written in one writable callback at most, while the socket takes them
   /// without blocking (`lws_send_pipe_choked`). One a callback made a burst of events
   /// (a batch of 100 messages, its delivery receipts) reach a client one per turn of the
   /// loop, each handled alone; written together, the client stores them together.
   static let framesPerWrite = 64
 
+  /// Writes what is queued for a socket: up to ``framesPerWrite`` frames taken in one
+  /// go, with the TCP socket corked meanwhile so a burst leaves in full segments (one
+  /// read for the client, not one per frame), then its close once nothing is left.
   func writeSocket(_ wsi: OpaquePointer) -> Int32 {
     guard let id = existingID(wsi), sockets[id] != nil else { return 0 }
-    for written in 1...Self.framesPerWrite {
-      let next = outbound.withLock { state -> NextWrite in
-        if var queue = state.queues[id], !queue.isEmpty {
-          let text = queue.removeFirst()
-          state.queues[id] = queue.isEmpty ? nil : queue
-          // After the last message a closing socket needs one more turn to close.
-          return .message(text, more: !queue.isEmpty || state.closing.contains(id))
-        }
-        return state.closing.contains(id) ? .close(state.closeCodes[id] ?? 1000) : .nothing
+    let (frames, more, closeCode) = outbound.withLock { state -> ([String], Bool, UInt16?) in
+      var frames: [String] = []
+      if let queue = state.queues[id] {
+        frames = Array(queue.prefix(Self.framesPerWrite))
+        state.queues[id] = queue.count > frames.count ? Array(queue.dropFirst(frames.count)) : nil
       }
-      switch next {
-      case .nothing:
+      let closing = state.closing.contains(id)
+      // After the last message a closing socket needs one more turn to close.
+      return (frames, state.queues[id] != nil || (closing && !frames.isEmpty), closing ? state.closeCodes[id] ?? 1000 : nil)
+    }
+    if frames.isEmpty {
+      guard let closeCode else { return 0 }
+      lws_close_reason(wsi, lws_close_status(rawValue: UInt32(closeCode)), nil, 0)
+      return -1
+    }
+    let fd = lws_get_socket_fd(wsi)
+    Self.cork(fd, true)
+    defer { Self.cork(fd, false) }
+    let pre = Int(chat_lws_pre)
+    var buffer: [UInt8] = []
+    for (index, text) in frames.enumerated() {
+      buffer.removeAll(keepingCapacity: true)
+      buffer.append(contentsOf: repeatElement(0, count: pre))
+      buffer.append(contentsOf: text.utf8)
+      let count = buffer.count - pre
+      let sent = buffer.withUnsafeMutableBufferPointer {
+        lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
+      }
+      guard sent >= count else { return -1 }
+      if index < frames.count - 1, lws_send_pipe_choked(wsi) != 0 {
+        // The rest goes back to the front of the queue, for the next writable turn.
+        outbound.withLock { state in
+          state.queues[id] = Array(frames[(index + 1)...]) + (state.queues[id] ?? [])
+        }
+        lws_callback_on_writable(wsi)
         return 0
-      case .close(let code):
-        if written > 1 {
-          // Closing waits for a turn of its own, after what was written.
-          lws_callback_on_writable(wsi)
-          return 0
-        }
-        lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), nil, 0)
-        return -1
-      case .message(let text, let more):
-        let pre = Int(chat_lws_pre)
-        var buffer = [UInt8](repeating: 0, count: pre)
-        buffer.append(contentsOf: text.utf8)
-        let count = buffer.count - pre
-        let sent = buffer.withUnsafeMutableBufferPointer {
-          lws_write(wsi, $0.baseAddress! + pre, count, LWS_WRITE_TEXT)
-        }
-        guard sent >= count else { return -1 }
-        guard more else { return 0 }
-        if written == Self.framesPerWrite || lws_send_pipe_choked(wsi) != 0 {
-          lws_callback_on_writable(wsi)
-          return 0
-        }
       }
     }
+    if more { lws_callback_on_writable(wsi) }
     return 0
+  }
+
+  /// TCP_CORK on a plain TCP socket (a no-op elsewhere): while corked, the kernel sends
+  /// only full segments; uncorking sends the rest at once.
+  private static func cork(_ fd: Int32, _ on: Bool) {
+    guard fd >= 0 else { return }
+    var value: Int32 = on ? 1 : 0
+    _ = setsockopt(fd, Int32(IPPROTO_TCP), chat_tcp_cork, &value, socklen_t(MemoryLayout<Int32>.size))
   }
 
   /// Reports a socket's end once, whichever callback sees it first.

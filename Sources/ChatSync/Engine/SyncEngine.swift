@@ -52,7 +52,9 @@ public actor SyncEngine {
     /// vacuum`, `import`, `index apply` on a large file) holds its write lock past the
     /// connection's `busy_timeout`, in seconds.
     public var busyPatience: Double = 300
-    /// Where log lines go (one per connection change, send and receipt).
+    /// Where log lines go (one per connection change, send and receipt). The lines of
+    /// one batch (the messages of one answer or one run of events) come in one call,
+    /// separated by newlines, so a process can write them with one system call.
     public var log: @Sendable (String) -> Void = { _ in }
 
     public init() {}
@@ -147,6 +149,8 @@ public actor SyncEngine {
   }
 
   private func log(_ line: String) { options.log(line) }
+  /// A batch's lines in one call (none: no call).
+  private func log(_ lines: [String]) { if !lines.isEmpty { options.log(lines.joined(separator: "\n")) } }
 
   // MARK: - Running
 
@@ -476,18 +480,15 @@ public actor SyncEngine {
       syncAckDirty = true
       scheduleFlush()
     }
-    for (update, status) in updates {
-      switch (update.type, status) {
-      case (.messageEdited?, _):
-        log("message \(update.messageId): edited (version \(update.version ?? 0))")
-      case (.messageDeleted?, _):
-        log("message \(update.messageId): deleted for everyone")
-      case (_, let status?):
-        log("message \(update.messageId): \(status.rawValue.lowercased())")
-      case (_, nil):
-        log("conversation \(update.conversationId): read up to \(update.messageId) on another device")
-      }
-    }
+    log(
+      updates.map { update, status in
+        switch (update.type, status) {
+        case (.messageEdited?, _): "message \(update.messageId): edited (version \(update.version ?? 0))"
+        case (.messageDeleted?, _): "message \(update.messageId): deleted for everyone"
+        case (_, let status?): "message \(update.messageId): \(status.rawValue.lowercased())"
+        case (_, nil): "conversation \(update.conversationId): read up to \(update.messageId) on another device"
+        }
+      })
   }
 
   /// An update as the file applies it.
@@ -594,15 +595,15 @@ public actor SyncEngine {
     } else {
       advanceCursor(to: moved.cursor, ahead: moved.ahead)
     }
-    for message in fresh {
-      log(
+    log(
+      fresh.map { message in
         message.fromUserID != owner
           ? "received message \(message.id) from user \(message.fromUserID)"
           : message.requestID != nil
             // This device's own, in a catch-up that came before the POST's answer.
             ? "stored message \(message.id) to user \(message.toUserID), sent from this device"
-            : "stored message \(message.id) to user \(message.toUserID), sent from another device")
-    }
+            : "stored message \(message.id) to user \(message.toUserID), sent from another device"
+      })
   }
 
   private func cursorSync() async throws {
@@ -1041,11 +1042,28 @@ public actor SyncEngine {
       sharedDelay = retryAfter ?? options.outboxBackoff.delay(attempt: batch[0].failCount + 1, random: options.random)
     }
     let retryAt = sharedDelay.map { Date().addingTimeInterval($0) }
+    var sent: [String] = []
     for (request, outcome) in zip(batch, outcomes) {
-      if case .outOfOrder = outcome { continue }
-      await settle(request, outcome, retryAt: retryAt)
+      switch outcome {
+      case .outOfOrder: continue
+      case .accepted(let message, _, let replayed): sent.append(countSent(request, as: message, replayed: replayed))
+      default: await settle(request, outcome, retryAt: retryAt)
+      }
     }
+    log(sent)
     return outcomes.allSatisfy { if case .accepted = $0 { true } else { false } }
+  }
+
+  /// Counts an accepted request (stored already); its log line.
+  private func countSent(_ request: MessageRequest, as message: Message, replayed: Bool) -> String {
+    metrics.sent += 1
+    if replayed { metrics.replayed += 1 }
+    if let started = firstTried[request.requestID] {
+      let elapsed = started.duration(to: .now).components
+      metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+    }
+    firstTried[request.requestID] = nil
+    return "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
   }
 
   /// Counts, logs and records one request's outcome (an accepted one is stored already).
@@ -1068,16 +1086,7 @@ public actor SyncEngine {
     do {
       switch outcome {
       case .accepted(let message, _, let replayed):
-        metrics.sent += 1
-        if replayed { metrics.replayed += 1 }
-        if let started = firstTried[request.requestID] {
-          let elapsed = started.duration(to: .now).components
-          metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
-        }
-        firstTried[request.requestID] = nil
-        log(
-          "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
-        )
+        log(countSent(request, as: message, replayed: replayed))
       case .retryable(let reason, let retryAfter):
         metrics.failedAttempts += 1
         let attempts = reachedRelay ? try await patiently { try repository.recordFailedAnswer(request.requestID) } : 0
