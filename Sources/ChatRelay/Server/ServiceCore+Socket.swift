@@ -91,7 +91,9 @@ extension ServiceCore {
       }
       let closing = state.closing.contains(id)
       // After the last message a closing socket needs one more turn to close.
-      return (frames, state.queues[id] != nil || (closing && !frames.isEmpty), closing ? state.closeCodes[id] ?? 1000 : nil)
+      return (
+        frames, state.queues[id] != nil || (closing && !frames.isEmpty), closing ? state.closeCodes[id] ?? 1000 : nil
+      )
     }
     if frames.isEmpty {
       guard let closeCode else { return 0 }

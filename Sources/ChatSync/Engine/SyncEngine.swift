@@ -1063,7 +1063,8 @@ public actor SyncEngine {
       metrics.recordLatency(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
     }
     firstTried[request.requestID] = nil
-    return "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
+    return
+      "sent request \(request.requestID) to user \(request.toUserID) as message \(message.id)\(replayed ? " (replayed)" : "")"
   }
 
   /// Counts, logs and records one request's outcome (an accepted one is stored already).
