@@ -114,7 +114,9 @@ enum StormBench: ParsableCommand {
       let repository = try ChatRepository.open(user: account.id, in: options.folder)
       var engineOptions = SyncEngine.Options()
       engineOptions.reconnectBackoff = backoff
-      engineOptions.log = { line in recorder.record(client: index, line: line) }
+      engineOptions.log = { lines in
+        for line in lines.split(separator: "\n") { recorder.record(client: index, line: String(line)) }
+      }
       engines.append(
         SyncEngine(
           repository: repository, http: .libwebsockets(base: base, token: account.token),
