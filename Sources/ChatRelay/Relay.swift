@@ -28,6 +28,14 @@ public final class Relay: @unchecked Sendable {
   let retention: Retention
   /// How long after it was sent a message can be edited or deleted for everyone, in milliseconds.
   let editWindow: Int64
+  /// The media folder beside the database (uploads and blobs).
+  let media: MediaFolder
+  /// Media sizes and upload lifetimes.
+  let limits: MediaLimits
+  /// Uploads with a PATCH in progress: one at a time each.
+  var activeUploads: Set<String> = []
+  /// The PATCHes whose bodies are streaming, by request.
+  var uploadStreams: [HTTPExchangeID: UploadStream] = [:]
   /// When the retention window was last swept (see ``sweepIfDue(now:)``).
   private var lastSweep: Int64 = .min
   private weak var server: RelayServer?
@@ -61,10 +69,12 @@ public final class Relay: @unchecked Sendable {
   public init(
     databasePath: String, faults: Faults = Faults(), pushWebhook: URL? = nil, pushWebhookCAFile: String? = nil,
     idempotencyDays: Int = 7,
-    retention: Retention = .days(30), editWindowHours: Int = 48,
+    retention: Retention = .days(30), editWindowHours: Int = 48, media limits: MediaLimits = MediaLimits(),
     now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
   ) throws {
     store = try RelayStore(path: databasePath)
+    media = MediaFolder(databasePath: databasePath)
+    self.limits = limits
     self.faults = faults
     self.idempotencyWindow = Int64(idempotencyDays) * 86_400_000
     self.retention = retention
@@ -93,7 +103,10 @@ public final class Relay: @unchecked Sendable {
       socketText: { [self] in received($2, on: $0, from: $1) },
       socketClosed: { [self] in closed($0, by: $1) },
       log: { [self] in logLines.append($0) },
-      turnEnded: { [self] in endTurn(log: log) })
+      turnEnded: { [self] in endTurn(log: log) },
+      bodyRoute: { [self] request in
+        request.method == "PATCH" && request.path.hasPrefix("/v2/uploads/") ? uploadPatchRoute(request) : .gather
+      })
   }
 
   /// The handler's answer: given at once when it reports no write, else held until the
@@ -170,7 +183,18 @@ public final class Relay: @unchecked Sendable {
         return try only("GET", request) { .wire(200, Health()) }
       }
       if request.path.hasPrefix("/v1/") { throw APIError.versionGone }
+      if request.path == "/v2/uploads" && request.method == "OPTIONS" { return uploadOptions() }
       let owner = try authenticate(request) ?? { throw APIError.unauthorized }()
+      if request.path == "/v2/uploads" || request.path.hasPrefix("/v2/uploads/") {
+        do {
+          return try respondUploads(request, owner: owner)
+        } catch {
+          var response = Self.apiError(error).response
+          response.headers.append(("Tus-Resumable", Self.tusVersion))
+          return response
+        }
+      }
+      if request.path.hasPrefix("/v2/media/") { return try respondMedia(request, owner: owner) }
       let user = owner.user
       switch request.path {
       case "/v2/messages":
@@ -397,6 +421,7 @@ public final class Relay: @unchecked Sendable {
   private func sweepIfDue(now: Int64) {
     guard lastSweep == .min || now - lastSweep >= 60_000 else { return }
     let deleted = (try? store.sweep(now: now, retention: retention, idempotencyWindow: idempotencyWindow)) ?? 0
+    sweepUploads(now: now)
     lastSweep = deleted >= 10_000 ? .min : now
   }
 

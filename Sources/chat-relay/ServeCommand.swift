@@ -22,6 +22,7 @@ enum ServeCommand: ParsableCommand {
     "chat-relay serve --db relay.db",
     "chat-relay serve --db new-relay.db --create --port 0",
     "chat-relay serve --db relay.db --host 0.0.0.0 --port 443 --tls-cert relay.crt --tls-key relay.key",
+    "chat-relay serve --db relay.db --max-media-size 1GiB --upload-expiry 48",
   ]
 
   struct Options: ParsableOptions {
@@ -35,6 +36,8 @@ enum ServeCommand: ParsableCommand {
     var idempotencyDays: Int
     var retentionDays: Int
     var editWindowHours: Int
+    var maxMediaSize: Int64
+    var uploadExpiryHours: Int
     var pingSeconds: Int
     var tlsCertificate: String?
     var tlsKey: String?
@@ -90,6 +93,16 @@ enum ServeCommand: ParsableCommand {
           "--edit-window", valueName: "hours",
           help: "How long after sending a message its sender can edit it or delete it for everyone (default 48).",
           parse: Parse.count(from: 0, to: 87600)) ?? 48
+      maxMediaSize =
+        o.option(
+          "--max-media-size", valueName: "size",
+          help: "The largest media a client may upload, e.g. 100MiB or 2GiB (default 100MiB).", parse: Parse.size)
+        ?? (100 << 20)
+      uploadExpiryHours =
+        o.option(
+          "--upload-expiry", valueName: "hours",
+          help: "How long an upload (and media no message names) lasts on the relay (default 24).",
+          parse: Parse.count(from: 1, to: 87600)) ?? 24
       pingSeconds =
         o.option(
           "--ping-seconds", valueName: "n",
@@ -155,7 +168,8 @@ enum ServeCommand: ParsableCommand {
       databasePath: options.database.path, faults: faults, pushWebhook: options.pushWebhook,
       pushWebhookCAFile: options.pushWebhookCAFile,
       idempotencyDays: options.idempotencyDays, retention: Retention(days: options.retentionDays),
-      editWindowHours: options.editWindowHours)
+      editWindowHours: options.editWindowHours,
+      media: MediaLimits(maxMediaSize: options.maxMediaSize, uploadExpiryHours: options.uploadExpiryHours))
     let log = context.stderr
     let tls = try options.tls()
     let server: RelayServer

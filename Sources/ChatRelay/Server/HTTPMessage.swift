@@ -51,6 +51,9 @@ public struct HTTPResponse: Sendable {
   /// Close the connection without answering (the relay's `drop-response` fault: the
   /// work is done, the client never hears of it and must retry).
   public var dropConnection = false
+  /// A body read from a file instead of ``body`` (a media download): written in pieces
+  /// from the file, so memory does not grow with its size.
+  public var file: HTTPFileBody?
 
   /// Creates a response.
   public init(
@@ -74,11 +77,17 @@ public struct HTTPResponse: Sendable {
     case 404: "Not Found"
     case 405: "Method Not Allowed"
     case 408: "Request Timeout"
+    case 204: "No Content"
+    case 206: "Partial Content"
     case 409: "Conflict"
     case 410: "Gone"
     case 411: "Length Required"
+    case 412: "Precondition Failed"
     case 413: "Content Too Large"
+    case 415: "Unsupported Media Type"
+    case 416: "Range Not Satisfiable"
     case 417: "Expectation Failed"
+    case 460: "Checksum Mismatch"
     case 429: "Too Many Requests"
     case 500: "Internal Server Error"
     case 503: "Service Unavailable"
@@ -94,6 +103,42 @@ public struct HTTPResponse: Sendable {
       status: status, contentType: "application/json",
       body: WireJSON.encode(ErrorBody(error: .init(code: code, message: message))), headers: headers)
   }
+}
+
+/// A response body taken from part of a file: `length` bytes from `offset`.
+public struct HTTPFileBody: Sendable {
+  /// The file's path; opened when the answer is written (a file gone by then drops
+  /// the connection, as a body cut short would).
+  public var path: String
+  public var offset: Int64
+  public var length: Int64
+
+  public init(path: String, offset: Int64, length: Int64) {
+    self.path = path
+    self.offset = offset
+    self.length = length
+  }
+}
+
+/// Where a request's body goes, decided from its head (``RelayServer/Handlers/bodyRoute``).
+public enum HTTPBodyRoute {
+  /// Gathered in memory up to ``RelayServer/maximumBodySize``, then the request goes to
+  /// the `http` handler (every request but an upload's).
+  case gather
+  /// Answered at once without reading the body; the connection closes after the answer.
+  case refuse(HTTPResponse)
+  /// Handed to `sink` piece by piece as it arrives (up to `limit` bytes declared, else
+  /// 413), then the request goes to the `http` handler with an empty body.
+  case stream(any HTTPBodySink, limit: Int)
+}
+
+/// Takes a streamed request body on the service thread.
+public protocol HTTPBodySink: AnyObject {
+  /// The next piece of the body, in order.
+  func write(_ bytes: UnsafeRawBufferPointer)
+  /// The connection ended (or timed out) before the body was complete; nothing more
+  /// comes and the `http` handler is not called.
+  func abandon()
 }
 
 /// One request on one connection, for an answer given after the handler returned.

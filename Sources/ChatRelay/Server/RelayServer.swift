@@ -42,6 +42,9 @@ public final class RelayServer: @unchecked Sendable {
     /// handled, and the loop is about to wait (also once after the last close callbacks).
     /// The relay commits the turn's writes here and then gives the turn's answers.
     public var turnEnded: @Sendable () -> Void
+    /// Where a request's body goes, asked once its head is read (method, path, query,
+    /// headers; `exchange` set): gathered (the default), refused, or streamed to a sink.
+    public var bodyRoute: @Sendable (HTTPRequest) -> HTTPBodyRoute
 
     /// Creates the handlers; everything but `http` defaults to refusing sockets / doing nothing.
     public init(
@@ -51,9 +54,11 @@ public final class RelayServer: @unchecked Sendable {
       socketText: @escaping @Sendable (SocketID, RelayCredential, String) -> Void = { _, _, _ in },
       socketClosed: @escaping @Sendable (SocketID, RelayCredential) -> Void = { _, _ in },
       log: @escaping @Sendable (String) -> Void = { _ in },
-      turnEnded: @escaping @Sendable () -> Void = {}
+      turnEnded: @escaping @Sendable () -> Void = {},
+      bodyRoute: @escaping @Sendable (HTTPRequest) -> HTTPBodyRoute = { _ in .gather }
     ) {
       self.turnEnded = turnEnded
+      self.bodyRoute = bodyRoute
       self.http = http
       self.authorizeSocket = authorizeSocket
       self.socketOpened = socketOpened
@@ -73,6 +78,9 @@ public final class RelayServer: @unchecked Sendable {
   /// Seconds a client has to send a request's whole body once its head is in; lws's
   /// own timeout (`timeout_secs`) only bounds the silence between two pieces.
   public static let bodySeconds = 20
+  /// The slowest a streamed body (an upload) may arrive on average, in bytes a second:
+  /// its deadline is ``bodySeconds`` plus its length at this rate.
+  public static let minimumStreamRate = 64 * 1024
   /// Seconds an idle keep-alive connection stays open between requests.
   public static let keepAliveSeconds = 5
   /// The largest WebSocket text message accepted; a larger one closes the socket (1009).

@@ -73,11 +73,30 @@ enum RequestHead {
     return (token, String(text.dropLast()).lowercased())
   }
 
-  /// Every header lws knows by name that this request carries.
+  /// Headers lws does not know by name that the relay reads (tus 1.0's, for uploads):
+  /// lws keeps them as custom headers, looked up by their lowercased name.
+  static let customHeaders = [
+    "tus-resumable", "upload-offset", "upload-length", "upload-metadata", "upload-checksum",
+    "upload-defer-length",
+  ]
+
+  /// Every header lws knows by name that this request carries, and the custom ones in
+  /// ``customHeaders``.
   static func headers(_ wsi: OpaquePointer) -> [String: String] {
     var result: [String: String] = [:]
     for (token, name) in headerTokens where lws_hdr_total_length(wsi, token) > 0 {
       if let value = header(wsi, token) { result[name] = value }
+    }
+    for name in customHeaders {
+      let key = Array((name + ":").utf8CString)
+      let length = Int(key.withUnsafeBufferPointer { lws_hdr_custom_length(wsi, $0.baseAddress, Int32($0.count - 1)) })
+      guard length >= 0 else { continue }
+      var value = [CChar](repeating: 0, count: length + 1)
+      let copied = key.withUnsafeBufferPointer { name in
+        lws_hdr_custom_copy(wsi, &value, Int32(value.count), name.baseAddress, Int32(name.count - 1))
+      }
+      guard copied >= 0 else { continue }
+      result[name] = String(decoding: value[0..<Int(copied)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
     return result
   }

@@ -44,6 +44,13 @@ extension ServiceCore {
     var exchange = Exchange(request: request, started: .now)
     exchange.request.exchange = HTTPExchangeID(connection: connection.id, sequence: connection.requests)
     let declared = RequestHead.contentLength(wsi) ?? 0
+    let route = handlers.bodyRoute(exchange.request)
+    var limit = RelayServer.maximumBodySize
+    if case .stream(let sink, let most) = route {
+      exchange.sink = sink
+      limit = most
+      exchange.bodyDeadline = .seconds(RelayServer.bodySeconds + max(0, declared) / RelayServer.minimumStreamRate)
+    }
     if RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) != nil
       && (RequestHead.contentLength(wsi) == nil || declared < 0)
     {
@@ -54,7 +61,8 @@ extension ServiceCore {
         "http \(connection.id): \(request.method) \(request.path) Content-Length is not a byte count: closing")
       return -1
     } else if RequestHead.header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
-      || (request.method == "POST" && RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) == nil)
+      || (Self.methodsWithBody.contains(request.method)
+        && RequestHead.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) == nil)
     {
       // lws 4.1 reads no chunked request body, and none without a length: the body's
       // bytes would be parsed as the next request. Refused, and the connection closed.
@@ -65,7 +73,10 @@ extension ServiceCore {
     {
       exchange.refusal = Self.expectationFailed
       exchange.closeAfter = true
-    } else if declared > RelayServer.maximumBodySize {
+    } else if case .refuse(let response) = route {
+      exchange.refusal = response
+      exchange.closeAfter = true
+    } else if declared > limit {
       exchange.tooLarge = true
       // A client waiting for "100 Continue" sends no body after a refusal.
       exchange.closeAfter = declared > Self.drainLimit || RequestHead.header(wsi, WSI_TOKEN_HTTP_EXPECT) != nil
@@ -99,14 +110,18 @@ extension ServiceCore {
     guard let id = existingID(wsi), let connection = connections[id], var exchange = connection.exchange,
       !exchange.handedOver
     else { return 0 }
-    if exchange.started.duration(to: .now) > .seconds(RelayServer.bodySeconds) {
+    if exchange.started.duration(to: .now) > exchange.bodyDeadline {
       handlers.log(
-        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(RelayServer.bodySeconds) s: closing"
+        "http \(id): \(exchange.request.method) \(exchange.request.path) body not complete after \(exchange.bodyDeadline.components.seconds) s: closing"
       )
-      connection.exchange = nil
+      abandonBody(connection)
       return -1
     }
     guard !exchange.tooLarge else { return 0 }
+    if let sink = exchange.sink {
+      sink.write(bytes)
+      return 0
+    }
     if exchange.request.body.count + bytes.count > RelayServer.maximumBodySize {
       exchange.tooLarge = true
       exchange.request.body = []
@@ -128,6 +143,19 @@ extension ServiceCore {
     return answer(wsi, connection)
   }
 
+  /// A streamed body that will not complete: its sink is told, once.
+  /// A file body being written is closed.
+  func abandonBody(_ connection: Connection) {
+    if var exchange = connection.exchange {
+      if !exchange.handedOver, let sink = exchange.sink { sink.abandon() }
+      exchange.closeFile()
+    }
+    connection.exchange = nil
+  }
+
+  /// Methods whose requests carry a body, which must have a `Content-Length`.
+  private static let methodsWithBody: Set<String> = ["POST", "PATCH", "PUT"]
+
   /// Calls the handler (or refuses an oversized body); the answer is written from the
   /// writable callback, now or when the handler gives it (``answer(_:with:)``).
   private func answer(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
@@ -139,6 +167,9 @@ extension ServiceCore {
           status: 413, code: "too_large",
           message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
         : handlers.http(exchange.request))
+    // A body refused unread never reaches its sink: the handler is not asked either.
+    if exchange.tooLarge || exchange.refusal != nil, let sink = exchange.sink { sink.abandon() }
+    exchange.sink = nil
     exchange.request.body = []
     exchange.handedOver = true
     exchange.awaitingAnswer = response == nil
@@ -223,6 +254,12 @@ extension ServiceCore {
       handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped without an answer (fault)")
       return -1
     }
+    if response.file != nil {
+      // A file body is written in pieces over several turns, which a pipelined
+      // connection does not get: dropped, the client asks again on a new connection.
+      handlers.log("http: \(exchange.request.method) \(exchange.request.path) dropped (pipelined behind a file body)")
+      return -1
+    }
     exchange.status = response.status
     response.headers.removeAll { $0.0.lowercased() == "connection" }
     response.headers.append(("Connection", "close"))
@@ -253,6 +290,19 @@ extension ServiceCore {
     exchange.status = response.status
     var response = response
     if exchange.closeAfter { response.headers.append(("Connection", "close")) }
+    if let file = response.file {
+      // Opened now, read a piece per writable turn: a file gone already drops the connection.
+      guard exchange.request.method == "HEAD" || file.length == 0 || exchange.openFile(file) else {
+        handlers.log(
+          "http \(connection.id): \(exchange.request.method) \(exchange.request.path) cannot open the body's file")
+        return -1
+      }
+      connection.exchange = exchange
+      guard writeHead(wsi, response, contentLength: file.length) else { return -1 }
+      if exchange.fileBody == nil { return complete(wsi, connection) }
+      lws_callback_on_writable(wsi)
+      return 0
+    }
     let body = exchange.request.method == "HEAD" ? [] : response.body
     // A body that fits one write goes out with the head: one send and no extra trip
     // through the service loop (the relay's answers are small).
@@ -275,6 +325,7 @@ extension ServiceCore {
       connection.exchange = exchange
       return start(held, wsi, connection)
     }
+    if exchange.fileBody != nil { return writeFilePiece(wsi, connection) }
     guard let body = exchange.response else { return 0 }
     let count = min(body.count - exchange.written, Self.writeChunk)
     let isFinal = exchange.written + count == body.count
@@ -286,6 +337,33 @@ extension ServiceCore {
     }
     guard written >= 0 else { return -1 }
     exchange.written += count
+    connection.exchange = exchange
+    if isFinal { return complete(wsi, connection) }
+    lws_callback_on_writable(wsi)
+    return 0
+  }
+
+  /// Bytes of a file body read and written in one writable turn.
+  private static let fileChunk = 64 * 1024
+
+  /// Writes the next piece of a file body; the last one completes the exchange.
+  private func writeFilePiece(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
+    guard var exchange = connection.exchange, let file = exchange.fileBody else { return -1 }
+    let count = Int(min(Int64(Self.fileChunk), file.remaining))
+    let pre = Int(chat_lws_pre)
+    var buffer = [UInt8](repeating: 0, count: pre + count)
+    let read = buffer.withUnsafeMutableBytes {
+      pread(file.descriptor, $0.baseAddress! + pre, count, off_t(file.position))
+    }
+    // A file cut short under the answer: the connection ends, as the length promised more.
+    guard read == count else { return -1 }
+    let isFinal = file.remaining == Int64(count)
+    let written = buffer.withUnsafeMutableBufferPointer {
+      lws_write(wsi, $0.baseAddress! + pre, count, isFinal ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+    }
+    guard written >= 0 else { return -1 }
+    exchange.fileBody?.advance(by: count)
+    if isFinal { exchange.closeFile() }
     connection.exchange = exchange
     if isFinal { return complete(wsi, connection) }
     lws_callback_on_writable(wsi)
@@ -305,7 +383,9 @@ extension ServiceCore {
 
   /// Writes status, `Content-Type`, `Content-Length` and the extra headers, followed
   /// in the same write by `body` (the whole body, or none of it).
-  func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse, body: [UInt8] = []) -> Bool {
+  func writeHead(_ wsi: OpaquePointer, _ response: HTTPResponse, body: [UInt8] = [], contentLength: Int64? = nil)
+    -> Bool
+  {
     let extras = response.headers.filter { name, value in
       !name.isEmpty && !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" })
     }
@@ -320,7 +400,8 @@ extension ServiceCore {
       var cursor: UnsafeMutablePointer<UInt8>? = start
       guard
         lws_add_http_common_headers(
-          wsi, UInt32(clamping: response.status), response.contentType, lws_filepos_t(response.body.count),
+          wsi, UInt32(clamping: response.status), response.contentType,
+          lws_filepos_t(contentLength ?? Int64(response.body.count)),
           &cursor, end) == 0, let written = cursor
       else { return false }
       // lws 4.1 has reason phrases for 100, 200, 304 and the errors only ("HTTP/1.1 201 \r\n").

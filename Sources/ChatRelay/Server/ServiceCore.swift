@@ -163,6 +163,7 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
     case LWS_CALLBACK_CLOSED_HTTP:
       if let id = existingID(wsi), let connection = connections[id], connection.socket == nil {
         handlers.log("http connection \(id) closed after \(connection.requests) requests")
+        abandonBody(connection)
       }
       return 0
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
@@ -182,6 +183,7 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
     case LWS_CALLBACK_WSI_DESTROY:
       if let id = existingID(wsi) {
         socketClosed(wsi)
+        if let connection = connections[id] { abandonBody(connection) }
         connections[id]?.wsi = nil
         connections[id] = nil
       }
@@ -252,6 +254,37 @@ struct Exchange {
   var status = 0
   /// Close the connection after the response instead of keeping it alive.
   var closeAfter = false
+  /// Where a streamed body goes (``HTTPBodyRoute/stream(_:limit:)``), until it is complete.
+  var sink: (any HTTPBodySink)?
+  /// How long the whole body may take once the head is in.
+  var bodyDeadline: Duration = .seconds(RelayServer.bodySeconds)
+  /// A file body being written: its open descriptor and what is left of it.
+  var fileBody: FileBodyState?
+
+  /// Opens a file body; false when the file cannot be opened.
+  mutating func openFile(_ file: HTTPFileBody) -> Bool {
+    let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return false }
+    fileBody = FileBodyState(descriptor: descriptor, position: file.offset, remaining: file.length)
+    return true
+  }
+
+  mutating func closeFile() {
+    if let file = fileBody { Glibc.close(file.descriptor) }
+    fileBody = nil
+  }
+}
+
+/// An open file body: the next byte to send and how many are left.
+struct FileBodyState {
+  let descriptor: Int32
+  var position: Int64
+  var remaining: Int64
+
+  mutating func advance(by count: Int) {
+    position += Int64(count)
+    remaining -= Int64(count)
+  }
 }
 
 /// One open WebSocket.

@@ -3,8 +3,9 @@
 /// reaches its rows by an index or primary key, never by scanning a table.
 ///
 /// Left out: plain `INSERT`s (no plan), `removeUser`'s clean-up (a rare administrative
-/// call that may scan) and `slowestDeviceOfEachUser`, read by the retention-0 sweep once
-/// a minute over every user's devices.
+/// call that may scan), `slowestDeviceOfEachUser`, read by the retention-0 sweep once
+/// a minute over every user's devices, and `unreferencedMedia`, read by the upload
+/// sweep once a minute over the media.
 /// See <https://sqlite.org/eqp.html>.
 enum RelayQuery {
   static let userExists = "SELECT EXISTS (SELECT 1 FROM RelayUsers WHERE id = ?)"
@@ -129,6 +130,23 @@ enum RelayQuery {
   static let forgetChangeRequests =
     "DELETE FROM RelayChangeRequests WHERE message_id < ?1 AND NOT EXISTS (SELECT 1 FROM RelayMessages m WHERE m.id = RelayChangeRequests.message_id)"
 
+  /// An upload (tus 1.0) by its id.
+  static let uploadByID =
+    "SELECT id, user_id, device_id, length, mime, sha256, created_at, expires_at, media_id FROM RelayUploads WHERE id = ?"
+  static let mediaByID = "SELECT id, sha256, size, mime, uploaded_by, created_at FROM RelayMedia WHERE id = ?"
+  static let mediaBySHA256 = "SELECT id FROM RelayMedia WHERE sha256 = ?"
+  static let linkUpload = "UPDATE RelayUploads SET media_id = ?, expires_at = ? WHERE id = ?"
+  static let dropUpload = "DELETE FROM RelayUploads WHERE id = ?"
+  /// Whether a user's upload made a media.
+  static let uploadedMedia = "SELECT EXISTS (SELECT 1 FROM RelayUploads WHERE media_id = ? AND user_id = ?)"
+  static let expiredUploads = "SELECT id FROM RelayUploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
+  /// Media no upload names (the sweep's: it scans RelayMedia).
+  static let unreferencedMedia = """
+    SELECT id, sha256, size, mime, uploaded_by, created_at FROM RelayMedia m
+    WHERE NOT EXISTS (SELECT 1 FROM RelayUploads u WHERE u.media_id = m.id) ORDER BY id LIMIT ?
+    """
+  static let dropMedia = "DELETE FROM RelayMedia WHERE id = ?"
+
   /// Every entry, with a name for reports.
   static let all: [(name: String, sql: String)] = [
     ("userExists", userExists), ("userByID", userByID), ("tokensByLookupKey", tokensByLookupKey),
@@ -148,5 +166,8 @@ enum RelayQuery {
     ("dropMessagesBefore", dropMessagesBefore), ("oldestUpdates", oldestUpdates), ("dropUpdatesUpTo", dropUpdatesUpTo),
     ("oldestPushes", oldestPushes), ("dropPushesUpTo", dropPushesUpTo), ("pushesAfter", pushesAfter),
     ("undeliveredCount", undeliveredCount), ("firstUndeliveredFrom", firstUndeliveredFrom),
+    ("uploadByID", uploadByID), ("mediaByID", mediaByID), ("mediaBySHA256", mediaBySHA256),
+    ("linkUpload", linkUpload), ("dropUpload", dropUpload), ("uploadedMedia", uploadedMedia),
+    ("expiredUploads", expiredUploads), ("dropMedia", dropMedia),
   ]
 }

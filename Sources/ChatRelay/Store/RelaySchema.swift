@@ -26,6 +26,7 @@ public enum RelaySchema {
         Migration(fileName: "0003_relay_log.sql", sql: log),
         Migration(fileName: "0004_relay_undelivered_count.sql", sql: undeliveredCount),
         Migration(fileName: "0005_relay_edits.sql", sql: edits),
+        Migration(fileName: "0006_relay_media.sql", sql: media),
       ])
     } catch {
       fatalError("the relay's migration set is invalid: \(error)")
@@ -328,5 +329,40 @@ public enum RelaySchema {
     DROP TABLE RelayStatusUpdates;
     ALTER TABLE RelayStatusUpdates_0005 RENAME TO RelayStatusUpdates;
     CREATE INDEX RelayStatusUpdatesByUser ON RelayStatusUpdates(user_id, sequence);
+    """
+
+  // MARK: - 0006
+
+  /// Media (issue 30): resumable uploads (tus 1.0) and the complete blobs they made.
+  /// The bytes live in files beside relay.db (`relay.db.media/`), not in the database.
+  static let media = """
+    -- Complete media, content-addressed: one row per distinct SHA-256, its bytes in
+    -- relay.db.media/blobs/<hex digest>. uploaded_by is the user whose upload made it.
+    CREATE TABLE RelayMedia (
+      id INTEGER PRIMARY KEY,
+      sha256 BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),
+      size INTEGER NOT NULL CHECK (size >= 0),
+      mime TEXT NOT NULL,
+      uploaded_by INTEGER NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+
+    -- Uploads in progress (tus 1.0): the bytes so far in relay.db.media/uploads/<id>,
+    -- whose size is the upload's offset. id is random (the upload URL names it). Once
+    -- complete and checked against sha256, media_id names the media it made; the row
+    -- stays until it expires, so the uploader may ask for its offset (and media id) again.
+    CREATE TABLE RelayUploads (
+      id TEXT PRIMARY KEY,
+      user_id INTEGER NOT NULL REFERENCES RelayUsers(id) ON DELETE CASCADE,
+      device_id INTEGER NOT NULL,
+      length INTEGER NOT NULL CHECK (length >= 0),
+      mime TEXT NOT NULL,
+      sha256 BLOB NOT NULL CHECK (length(sha256) = 32),
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      media_id INTEGER REFERENCES RelayMedia(id) ON DELETE SET NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX RelayUploadsByExpiry ON RelayUploads(expires_at);
+    CREATE INDEX RelayUploadsByMedia ON RelayUploads(media_id, user_id);
     """
 }

@@ -1,4 +1,5 @@
 import CCrypto
+import Glibc
 
 /// SHA-256 through libcrypto (OpenSSL, Debian's libssl-dev): migration checksums, token
 /// digests, and later content addresses. Foundation on Linux has no CryptoKit.
@@ -20,13 +21,73 @@ public enum SHA256 {
 
   /// The digest of `message` as 64 lowercase hex digits.
   public static func hex<Bytes: Collection>(_ message: Bytes) -> String where Bytes.Element == UInt8 {
+    hex(digest: digest(message))
+  }
+
+  /// Bytes (a digest) as lowercase hex digits.
+  public static func hex(digest: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var text: [UInt8] = []
-    text.reserveCapacity(64)
-    for byte in digest(message) {
+    text.reserveCapacity(digest.count * 2)
+    for byte in digest {
       text.append(digits[Int(byte >> 4)])
       text.append(digits[Int(byte & 0x0F)])
     }
     return String(decoding: text, as: UTF8.self)
+  }
+
+  /// The digest of `length` bytes of a file from `offset`, read in pieces (memory
+  /// stays flat); nil when the file cannot be read that far.
+  public static func digest(ofFile path: String, offset: Int64 = 0, length: Int64) -> [UInt8]? {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    let hasher = Hasher()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var position = offset
+    var left = length
+    while left > 0 {
+      let want = Int(min(Int64(buffer.count), left))
+      let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
+      if read < 0 && errno == EINTR { continue }
+      guard read > 0 else { return nil }
+      buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<read])) }
+      position += Int64(read)
+      left -= Int64(read)
+    }
+    return hasher.finish()
+  }
+
+  /// SHA-256 over bytes given in pieces (OpenSSL's EVP digest).
+  ///
+  /// ```swift
+  /// let hasher = SHA256.Hasher()
+  /// hasher.update(piece)
+  /// let digest = hasher.finish()  // 32 bytes
+  /// ```
+  /// See <https://docs.openssl.org/3.0/man3/EVP_DigestInit/>.
+  public final class Hasher {
+    private let context: OpaquePointer
+
+    public init() {
+      // Only fails when out of memory.
+      context = EVP_MD_CTX_new()!
+      EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+      guard bytes.count > 0 else { return }
+      EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+    }
+
+    /// The digest; the hasher is spent.
+    public func finish() -> [UInt8] {
+      var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+      var size: UInt32 = 0
+      EVP_DigestFinal_ex(context, &digest, &size)
+      return digest
+    }
   }
 }
