@@ -28,6 +28,18 @@ BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-conf
 # zstd reads an export back in EditedHistoryTests (the outside tool, not our reader).
 TEST_PACKAGES=(python3-websockets openssl curl zstd)
 
+# Installs a PyPI package for the `python3` on PATH when its module is missing: $1 the
+# module, $2 the package (tuspy, the outside tus client of the upload tests). pip comes
+# from Debian when that python3 has none; Debian's own python3 is "externally managed"
+# (PEP 668), so pip is asked again with --break-system-packages there.
+ensure_python_module() {
+  python3 -c "import $1" 2>/dev/null && return 0
+  echo "Installing the Python package $2 (pip)" >&2
+  python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  python3 -m pip install --quiet "$2" >&2 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$2" >&2
+  python3 -c "import $1" || { echo "Error: python3 cannot import $1 after installing $2" >&2; exit 1; }
+}
+
 # Raises the open-file limit to $1 descriptors for this shell and its children (root can go
 # past the hard limit; elsewhere, or in a container without CAP_SYS_RESOURCE, up to it), or
 # exits 1 saying why ($2 names what needs them, e.g. "10000 sockets (use --connections)").

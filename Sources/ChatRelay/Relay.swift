@@ -418,7 +418,7 @@ public final class Relay: @unchecked Sendable {
   /// Deletes what the retention window no longer keeps (``RelayStore/sweep``), a batch
   /// of at most 10,000 messages a turn: once a minute, or at the next message while the
   /// last batch was full.
-  private func sweepIfDue(now: Int64) {
+  func sweepIfDue(now: Int64) {
     guard lastSweep == .min || now - lastSweep >= 60_000 else { return }
     let deleted = (try? store.sweep(now: now, retention: retention, idempotencyWindow: idempotencyWindow)) ?? 0
     sweepUploads(now: now)

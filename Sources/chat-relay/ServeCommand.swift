@@ -20,9 +20,8 @@ enum ServeCommand: ParsableCommand {
 
   static let examples = [
     "chat-relay serve --db relay.db",
-    "chat-relay serve --db new-relay.db --create --port 0",
+    "chat-relay serve --db new-relay.db --create --port 0 --max-media-size 1GiB --upload-expiry 48",
     "chat-relay serve --db relay.db --host 0.0.0.0 --port 443 --tls-cert relay.crt --tls-key relay.key",
-    "chat-relay serve --db relay.db --max-media-size 1GiB --upload-expiry 48",
   ]
 
   struct Options: ParsableOptions {
