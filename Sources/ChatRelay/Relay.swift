@@ -36,6 +36,9 @@ public final class Relay: @unchecked Sendable {
   var activeUploads: Set<String> = []
   /// The PATCHes whose bodies are streaming, by request.
   var uploadStreams: [HTTPExchangeID: UploadStream] = [:]
+  /// Uploads' hashes so far, by upload (lost with the process: the last PATCH then
+  /// reads the file).
+  var runningHashes: [String: RunningHash] = [:]
   /// When the retention window was last swept (see ``sweepIfDue(now:)``).
   private var lastSweep: Int64 = .min
   private weak var server: RelayServer?

@@ -50,8 +50,15 @@ struct MediaFolder {
   }
 }
 
+/// The SHA-256 of an upload's first `offset` bytes, carried from PATCH to PATCH so the
+/// last one need not read the whole file again (1 GiB: 0.9 s of the service thread).
+final class RunningHash {
+  var offset: Int64 = 0
+  let hasher = SHA256.Hasher()
+}
+
 /// Takes one PATCH's body into an upload's file as it arrives, hashing it when the
-/// client sent `Upload-Checksum`.
+/// client sent `Upload-Checksum`, and into the upload's running hash.
 final class UploadStream: HTTPBodySink {
   let upload: RelayUpload
   /// The offset the PATCH started at.
@@ -59,14 +66,18 @@ final class UploadStream: HTTPBodySink {
   let expectedChecksum: [UInt8]?
   private let descriptor: Int32
   private let hasher: SHA256.Hasher?
+  /// The upload's hash so far, when it covers exactly the bytes before `start`; dropped
+  /// (nil) once bytes it took are dropped.
+  private(set) var running: RunningHash?
   private(set) var written: Int64 = 0
   /// Why a write failed (the disk is full), if one did.
   private(set) var failure: String?
   private let ended: (UploadStream) -> Void
 
-  init(upload: RelayUpload, path: String, start: Int64, checksum: [UInt8]?, ended: @escaping (UploadStream) -> Void)
-    throws
-  {
+  init(
+    upload: RelayUpload, path: String, start: Int64, checksum: [UInt8]?, running: RunningHash?,
+    ended: @escaping (UploadStream) -> Void
+  ) throws {
     descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     guard descriptor >= 0 else {
       throw StoreError(.writeFailed, "\(path): cannot open it (\(String(cString: strerror(errno))))", path: path)
@@ -77,6 +88,7 @@ final class UploadStream: HTTPBodySink {
     self.start = start
     expectedChecksum = checksum
     hasher = checksum == nil ? nil : SHA256.Hasher()
+    self.running = running?.offset == start ? running : (start == 0 ? RunningHash() : nil)
     self.ended = ended
   }
 
@@ -94,14 +106,24 @@ final class UploadStream: HTTPBodySink {
       done += count
     }
     hasher?.update(bytes)
+    if let running {
+      running.hasher.update(bytes)
+      running.offset += Int64(bytes.count)
+    }
     written += Int64(bytes.count)
   }
 
   /// The connection ended mid-body: what arrived stays (the client resumes after it),
   /// unless the PATCH carried a checksum that can no longer be checked.
   func abandon() {
-    if expectedChecksum != nil || failure != nil { _ = ftruncate(descriptor, off_t(start)) }
+    if expectedChecksum != nil || failure != nil { drop() }
     close()
+  }
+
+  /// Back to `start`: the bytes of this PATCH go, and with them the running hash.
+  private func drop() {
+    _ = ftruncate(descriptor, off_t(start))
+    running = nil
   }
 
   /// The body is complete: the new offset, or why the piece was dropped (the file is
@@ -109,11 +131,11 @@ final class UploadStream: HTTPBodySink {
   func finish() -> Result<Int64, APIError> {
     defer { close() }
     if let failure {
-      _ = ftruncate(descriptor, off_t(start))
+      drop()
       return .failure(.unavailable(failure))
     }
     if let expectedChecksum, let hasher, hasher.finish() != expectedChecksum {
-      _ = ftruncate(descriptor, off_t(start))
+      drop()
       return .failure(
         APIError(
           status: 460, code: "checksum_mismatch",
@@ -123,7 +145,7 @@ final class UploadStream: HTTPBodySink {
     }
     // 204 says the bytes are kept: on disk before the answer.
     guard fdatasync(descriptor) == 0 else {
-      _ = ftruncate(descriptor, off_t(start))
+      drop()
       return .failure(.unavailable("cannot sync the upload's file (\(String(cString: strerror(errno))))"))
     }
     return .success(start + written)
@@ -174,6 +196,7 @@ extension Relay {
       }
       try store.deleteUpload(id: upload.id)
       unlink(media.upload(upload.id))
+      runningHashes[upload.id] = nil
       return HTTPResponse(status: 204, headers: [("Tus-Resumable", Self.tusVersion)])
     default: throw APIError.methodNotAllowed("HEAD, PATCH, DELETE")
     }
@@ -239,9 +262,11 @@ extension Relay {
       try media.prepare()
       let stream = try UploadStream(
         upload: upload, path: media.upload(upload.id), start: start, checksum: checksum,
-        ended: { [weak self, exchange = request.exchange] in
-          self?.activeUploads.remove($0.upload.id)
+        running: runningHashes[upload.id],
+        ended: { [weak self, exchange = request.exchange] stream in
+          self?.activeUploads.remove(stream.upload.id)
           self?.uploadStreams[exchange] = nil
+          self?.runningHashes[stream.upload.id] = stream.running
         })
       activeUploads.insert(upload.id)
       uploadStreams[request.exchange] = stream
@@ -294,7 +319,11 @@ extension Relay {
     let partial = media.upload(upload.id)
     let blob = media.blob(upload.sha256)
     if MediaFolder.size(partial) != nil {
-      guard let digest = SHA256.digest(ofFile: partial, length: upload.length) else {
+      let running = runningHashes.removeValue(forKey: upload.id)
+      guard
+        let digest = running?.offset == upload.length
+          ? running?.hasher.finish() : SHA256.digest(ofFile: partial, length: upload.length)
+      else {
         throw APIError.unavailable("cannot read upload \(upload.id)'s file")
       }
       guard digest == upload.sha256 else {
@@ -356,6 +385,7 @@ extension Relay {
     for upload in expired where !activeUploads.contains(upload.id) {
       guard (try? store.deleteUpload(id: upload.id)) != nil else { return }
       unlink(media.upload(upload.id))
+      runningHashes[upload.id] = nil
     }
     for item in (try? store.dropUnreferencedMedia()) ?? [] { unlink(media.blob(item.sha256)) }
   }

@@ -55,6 +55,9 @@ final class LWSContext {
     info.gid = -1
     info.uid = -1
     info.max_http_header_data = 8192
+    // The service thread's read buffer: a request body (an upload) arrives in pieces of
+    // this size at most (lws's default of 4 KiB made 1 GiB a quarter of a million calls).
+    info.pt_serv_buf_size = UInt32(RelayServer.readBufferSize)
     // Slow clients (slowloris): the head within `headSeconds` of connecting, no more
     // than `bodySeconds` of silence inside a body (the whole body's deadline is the
     // relay's own, see `ServiceCore.appendBody`), idle keep-alive closed after

@@ -81,6 +81,8 @@ public final class RelayServer: @unchecked Sendable {
   /// The slowest a streamed body (an upload) may arrive on average, in bytes a second:
   /// its deadline is ``bodySeconds`` plus its length at this rate.
   public static let minimumStreamRate = 64 * 1024
+  /// Bytes the service thread reads from a connection at once (lws's `pt_serv_buf_size`).
+  static let readBufferSize = 256 * 1024
   /// Seconds an idle keep-alive connection stays open between requests.
   public static let keepAliveSeconds = 5
   /// The largest WebSocket text message accepted; a larger one closes the socket (1009).

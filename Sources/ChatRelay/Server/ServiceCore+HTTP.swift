@@ -344,14 +344,17 @@ extension ServiceCore {
   }
 
   /// Bytes of a file body read and written in one writable turn.
-  private static let fileChunk = 64 * 1024
+  private static let fileChunk = 512 * 1024
 
   /// Writes the next piece of a file body; the last one completes the exchange.
   private func writeFilePiece(_ wsi: OpaquePointer, _ connection: Connection) -> Int32 {
     guard var exchange = connection.exchange, let file = exchange.fileBody else { return -1 }
     let count = Int(min(Int64(Self.fileChunk), file.remaining))
     let pre = Int(chat_lws_pre)
-    var buffer = [UInt8](repeating: 0, count: pre + count)
+    if fileBuffer.count < pre + count { fileBuffer = [UInt8](repeating: 0, count: pre + Self.fileChunk) }
+    var buffer = fileBuffer
+    fileBuffer = []  // one owner while in use: no copy on write
+    defer { fileBuffer = buffer }
     let read = buffer.withUnsafeMutableBytes {
       pread(file.descriptor, $0.baseAddress! + pre, count, off_t(file.position))
     }

@@ -21,6 +21,8 @@ final class ServiceCore: LWSEventHandler, @unchecked Sendable {
   var connections: [UInt64: Connection] = [:]
   /// Open sockets by id, for the wake-ups `send` and `close` leave in `outbound`.
   var sockets: [UInt64: OpaquePointer] = [:]
+  /// The buffer file bodies are read into, reused from turn to turn.
+  var fileBuffer: [UInt8] = []
   private var nextID: UInt64 = 0
   private var ran = false
   let outbound: Locked<Outbound>
