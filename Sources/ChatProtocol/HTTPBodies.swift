@@ -12,13 +12,39 @@ public struct MessagePost: Sendable, Hashable, Codable {
   public var content: String
   /// When the user wrote it (ISO 8601); the relay's time when nil.
   public var createdAt: String?
+  /// Media the sender uploaded (or received), by id, with what the relay cannot know
+  /// (size in pixels, duration, thumbnail); the relay adds mime, size and sha256.
+  public var attachments: [AttachmentPost]?
 
   /// A message to send.
-  public init(requestId: Int64, toUserId: Int64, content: String, createdAt: String?) {
+  public init(
+    requestId: Int64, toUserId: Int64, content: String, createdAt: String?, attachments: [AttachmentPost]? = nil
+  ) {
     self.requestId = requestId
     self.toUserId = toUserId
     self.content = content
     self.createdAt = createdAt
+    self.attachments = attachments
+  }
+}
+
+/// One attachment of a posted message (see ``RelayAttachment``).
+public struct AttachmentPost: Sendable, Hashable, Codable {
+  public var mediaId: Int64
+  public var width: Int64?
+  public var height: Int64?
+  public var durationMs: Int64?
+  /// Base64 of a JPEG or WebP of at most ``RelayAttachment/maximumThumbnailBytes``.
+  public var thumbnail: String?
+
+  public init(
+    mediaId: Int64, width: Int64? = nil, height: Int64? = nil, durationMs: Int64? = nil, thumbnail: String? = nil
+  ) {
+    self.mediaId = mediaId
+    self.width = width
+    self.height = height
+    self.durationMs = durationMs
+    self.thumbnail = thumbnail
   }
 }
 

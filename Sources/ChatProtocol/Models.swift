@@ -42,6 +42,8 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   /// oldest first (version 0 is the text as sent), so a device that first sees the
   /// message after its edits still has its edit history. Absent otherwise.
   public var edits: [RelayMessageVersion]?
+  /// The media it carries, in order, each with its inline thumbnail; absent for text only.
+  public var attachments: [RelayAttachment]?
 
   /// The status the relay gives a message it has just accepted.
   public static let syncedStatus = "SYNCED"
@@ -50,7 +52,8 @@ public struct RelayMessage: Sendable, Hashable, Codable {
   public init(
     messageId: Int64, fromUserId: Int64, toUserId: Int64, content: String, status: String = RelayMessage.syncedStatus,
     createdAt: String, fromDeviceId: Int64? = nil, requestId: Int64? = nil, previousId: Int64? = nil,
-    version: Int64? = nil, editedAt: String? = nil, deletedAt: String? = nil, edits: [RelayMessageVersion]? = nil
+    version: Int64? = nil, editedAt: String? = nil, deletedAt: String? = nil, edits: [RelayMessageVersion]? = nil,
+    attachments: [RelayAttachment]? = nil
   ) {
     self.messageId = messageId
     self.fromUserId = fromUserId
@@ -65,11 +68,12 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     self.editedAt = editedAt
     self.deletedAt = deletedAt
     self.edits = edits
+    self.attachments = attachments
   }
 
   private enum CodingKeys: String, CodingKey {
     case messageId, fromUserId, toUserId, content, status, createdAt, fromDeviceId, requestId, previousId, version,
-      editedAt, deletedAt, edits
+      editedAt, deletedAt, edits, attachments
   }
 
   /// Decodes a message; a missing `status` is `SYNCED`.
@@ -88,6 +92,7 @@ public struct RelayMessage: Sendable, Hashable, Codable {
     editedAt = try container.decodeIfPresent(String.self, forKey: .editedAt)
     deletedAt = try container.decodeIfPresent(String.self, forKey: .deletedAt)
     edits = try container.decodeIfPresent([RelayMessageVersion].self, forKey: .edits)
+    attachments = try container.decodeIfPresent([RelayAttachment].self, forKey: .attachments)
   }
 }
 
@@ -262,4 +267,44 @@ public struct ContactStatus: Sendable, Hashable, Codable {
     try container.encodeIfPresent(typing, forKey: .typing)
     try container.encodeIfPresent(typingExpiresInMs, forKey: .typingExpiresInMs)
   }
+}
+
+/// A media a message carries (`docs/protocol.md`, "Media"): the relay's media id, what
+/// the upload said of it, and a small thumbnail inline, so the recipient shows the
+/// message at once and fetches the media (`GET /v2/media/{id}`) when it wants it.
+public struct RelayAttachment: Sendable, Hashable, Codable {
+  /// The media's id on the relay (`Chat-Media-Id` of its upload).
+  public var mediaId: Int64
+  /// Its media type, as its upload declared it.
+  public var mime: String
+  /// Its size in bytes.
+  public var size: Int64
+  /// Its SHA-256, 64 lowercase hex digits.
+  public var sha256: String
+  /// Pixels, for images and video, when the sender knew them.
+  public var width: Int64?
+  public var height: Int64?
+  /// Milliseconds, for audio and video, when the sender knew them.
+  public var durationMs: Int64?
+  /// A JPEG or WebP of at most 320 px a side and 20 KiB, base64; absent when there is none.
+  public var thumbnail: String?
+
+  public init(
+    mediaId: Int64, mime: String, size: Int64, sha256: String, width: Int64? = nil, height: Int64? = nil,
+    durationMs: Int64? = nil, thumbnail: String? = nil
+  ) {
+    self.mediaId = mediaId
+    self.mime = mime
+    self.size = size
+    self.sha256 = sha256
+    self.width = width
+    self.height = height
+    self.durationMs = durationMs
+    self.thumbnail = thumbnail
+  }
+
+  /// The largest thumbnail, in bytes (before base64).
+  public static let maximumThumbnailBytes = 20 * 1024
+  /// The most attachments one message carries.
+  public static let maximumCount = 10
 }

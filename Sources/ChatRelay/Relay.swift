@@ -394,7 +394,9 @@ public final class Relay: @unchecked Sendable {
       throw APIError.badRequest("field 'toUserId': expected a positive integer", field: "toUserId")
     }
     let bytes = body.content.utf8.count
-    guard bytes >= 1 else { throw APIError.badRequest("field 'content': a message needs some text", field: "content") }
+    guard bytes >= 1 || !(body.attachments ?? []).isEmpty else {
+      throw APIError.badRequest("field 'content': a message needs some text or an attachment", field: "content")
+    }
     guard bytes <= RelayStore.maximumContentBytes else {
       throw APIError.tooLarge(
         "field 'content': at most \(RelayStore.maximumContentBytes) bytes, got \(bytes)", field: "content")
@@ -409,7 +411,7 @@ public final class Relay: @unchecked Sendable {
     }
     var posted = try store.post(
       from: owner.user, device: owner.device, requestID: body.requestId, to: body.toUserId, content: body.content,
-      createdAt: createdAt, now: now)
+      createdAt: createdAt, attachments: body.attachments ?? [], now: now)
     if let place = posted.place {
       deliver(posted.message, place: place, from: owner.device)
       // The sender's answer carries its place in the sender's log, as its other devices' events do.

@@ -10,11 +10,12 @@ import ChatStore
 // against `WireJSON.encode` of the same value.
 
 extension RelayMessage {
-  /// `{content, createdAt, deletedAt?, editedAt?, edits?, fromDeviceId?, fromUserId,
-  /// messageId, previousId?, requestId?, status, toUserId, version?}`: the optional fields
-  /// only when set.
+  /// `{attachments?, content, createdAt, deletedAt?, editedAt?, edits?, fromDeviceId?,
+  /// fromUserId, messageId, previousId?, requestId?, status, toUserId, version?}`: the
+  /// optional fields only when set.
   public var json: [UInt8] {
     var object = JSONObjectWriter()
+    if let attachments { object.raw("attachments", MessagesPage.array(attachments.map(\.json))) }
     object.string("content", content)
     object.string("createdAt", createdAt)
     if let deletedAt { object.string("deletedAt", deletedAt) }
@@ -28,6 +29,22 @@ extension RelayMessage {
     object.string("status", status)
     object.int("toUserId", toUserId)
     if let version { object.int("version", version) }
+    return object.closed
+  }
+}
+
+extension RelayAttachment {
+  /// `{durationMs?, height?, mediaId, mime, sha256, size, thumbnail?, width?}`.
+  public var json: [UInt8] {
+    var object = JSONObjectWriter()
+    if let durationMs { object.int("durationMs", durationMs) }
+    if let height { object.int("height", height) }
+    object.int("mediaId", mediaId)
+    object.string("mime", mime)
+    object.string("sha256", sha256)
+    object.int("size", size)
+    if let thumbnail { object.string("thumbnail", thumbnail) }
+    if let width { object.int("width", width) }
     return object.closed
   }
 }

@@ -1,3 +1,4 @@
+import ChatProtocol
 import ChatStore
 import Foundation
 import TestSupport
@@ -49,6 +50,15 @@ import Testing
     for blob in blobs {
       #expect(stat(db + ".media/blobs/" + blob, &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
+  }
+
+  @Test func attachmentsTravelWithTheirMessageAndOpenTheMediaToItsPartiesOnly() throws {
+    let folder = try Folder()
+    let (db, alice, bob, carol) = try RelayBehaviourTests.users(folder)
+    let server = try Server(db: db)
+    defer { server.stop() }
+    let result = try Self.python(["attachments", String(server.port), alice, bob, carol])
+    #expect(result.status == 0, "\(result.stderr)")
   }
 
   /// kill -9 of the relay in the middle of a PATCH: what reached the file is the offset
@@ -132,14 +142,29 @@ import Testing
     #expect(MediaFolder.size(blob) == Int64(content.count))
     #expect(MediaFolder.size(db + ".media/uploads/" + unfinished.split(separator: "/").last!) == 3)
 
-    // Past the hour (and the sweep's minute): both uploads, their files and the media go.
+    // A message carries the media: it stays as long as the message does.
+    try relay.store.addUser(id: 2, name: "Bo", avatarURL: nil)
+    _ = try relay.store.post(
+      from: 1, requestID: 1, to: 2, content: "", createdAt: Timestamp.string(milliseconds: clock.withLock { $0 }),
+      attachments: [AttachmentPost(mediaId: 1)], now: clock.withLock { $0 })
+    relay.endTurn(log: { _ in })
+
+    // Past the hour (and the sweep's minute): both uploads and the unfinished one's file go;
+    // the media stays for the message.
     clock.withLock { $0 += 3_600_000 + 61_000 }
     relay.sweepIfDue(now: clock.withLock { $0 })
     relay.endTurn(log: { _ in })
     #expect(call("HEAD", finished, [:]).status == 404)
-    #expect(MediaFolder.size(blob) == nil)
     #expect(MediaFolder.size(db + ".media/uploads/" + unfinished.split(separator: "/").last!) == nil)
     #expect(try relay.store.upload(id: String(finished.split(separator: "/").last!)) == nil)
+    #expect(MediaFolder.size(blob) == Int64(content.count))
+    #expect(try relay.store.mayFetch(user: 2, media: 1))
+
+    // Past the retention window (30 days): the message leaves, and its media with it.
+    clock.withLock { $0 += 31 * 86_400_000 }
+    relay.sweepIfDue(now: clock.withLock { $0 })
+    relay.endTurn(log: { _ in })
+    #expect(MediaFolder.size(blob) == nil)
     #expect(try relay.store.media(id: 1) == nil)
   }
 

@@ -30,6 +30,15 @@ import Testing
     ]
     #expect(edited.json == WireJSON.encode(edited))
     #expect(try WireJSON.decode(RelayMessage.self, from: edited.json) == edited)
+    var carrying = message
+    carrying.attachments = [
+      RelayAttachment(mediaId: 7, mime: "image/jpeg", size: 1_234_567, sha256: String(repeating: "ab", count: 32)),
+      RelayAttachment(
+        mediaId: 8, mime: "video/mp4", size: 9, sha256: String(repeating: "0f", count: 32), width: 1920, height: 1080,
+        durationMs: 61_000, thumbnail: "/9j/4AAQSkZJRgABAQ=="),
+    ]
+    #expect(carrying.json == WireJSON.encode(carrying))
+    #expect(try WireJSON.decode(RelayMessage.self, from: carrying.json) == carrying)
     for user in [
       RelayUser(id: 2, name: text, avatarURL: nil, lastConnectedAt: nil),
       RelayUser(id: 2, name: "Bob", avatarURL: text, lastConnectedAt: "2026-01-31T11:59:00.000Z"),

@@ -25,16 +25,17 @@ enum RelayQuery {
   /// A new message is the newest of both its parties' logs.
   static let setLogHeads = "UPDATE RelayUsers SET log_head = ?1 WHERE id IN (?2, ?3)"
   /// A page of a user's log after a cursor: what they received and what they sent, merged
-  /// in id order. Columns: id, from, to, content, created_at, delivered, read, from device, request.
+  /// in id order. Columns: id, from, to, content, created_at, delivered, read, from device, request,
+  /// version, edited_at, deleted_at, attachments (a count).
   static let log = """
     SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
       id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = ?1 AND sender_id = from_user_id), 0),
-      from_device_id, request_id, version, edited_at, deleted_at
+      from_device_id, request_id, version, edited_at, deleted_at, attachments
     FROM RelayMessages WHERE to_user_id = ?1 AND id > ?2
     UNION ALL
     SELECT id, from_user_id, to_user_id, content, created_at, delivered_at IS NOT NULL,
       id <= coalesce((SELECT up_to FROM RelayReadMarks WHERE reader_id = to_user_id AND sender_id = ?1), 0),
-      from_device_id, request_id, version, edited_at, deleted_at
+      from_device_id, request_id, version, edited_at, deleted_at, attachments
     FROM RelayMessages WHERE from_user_id = ?1 AND id > ?2
     ORDER BY 1 LIMIT ?3
     """
@@ -76,7 +77,8 @@ enum RelayQuery {
     "INSERT OR IGNORE INTO RelayMessageEdits (message_id, version, content, edited_at) VALUES (?, ?, ?, ?)"
   static let editMessage = "UPDATE RelayMessages SET content = ?, version = ?, edited_at = ? WHERE id = ?"
   static let eraseVersions = "DELETE FROM RelayMessageEdits WHERE message_id = ?"
-  static let leaveTombstone = "UPDATE RelayMessages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?"
+  static let leaveTombstone =
+    "UPDATE RelayMessages SET content = '', edited_at = NULL, deleted_at = ?, attachments = 0 WHERE id = ?"
   /// An idempotency record made before relay migration 0003 kept the text itself.
   static let requestTextOf = "SELECT content FROM RelayRequests WHERE message_id = ? AND content IS NOT NULL"
   static let forgetRequestText = "UPDATE RelayRequests SET content = NULL, content_digest = ? WHERE message_id = ?"
@@ -139,11 +141,23 @@ enum RelayQuery {
   static let dropUpload = "DELETE FROM RelayUploads WHERE id = ?"
   /// Whether a user's upload made a media.
   static let uploadedMedia = "SELECT EXISTS (SELECT 1 FROM RelayUploads WHERE media_id = ? AND user_id = ?)"
+  /// Whether a media is attached to a message a user sent or received.
+  static let receivedMedia = """
+    SELECT EXISTS (SELECT 1 FROM RelayAttachments a JOIN RelayMessages m ON m.id = a.message_id
+      WHERE a.media_id = ?1 AND (m.from_user_id = ?2 OR m.to_user_id = ?2))
+    """
+  /// A message's attachments with their media, in order.
+  static let attachmentsOf = """
+    SELECT a.media_id, m.mime, m.size, m.sha256, a.width, a.height, a.duration_ms, a.thumbnail
+    FROM RelayAttachments a JOIN RelayMedia m ON m.id = a.media_id WHERE a.message_id = ? ORDER BY a.position
+    """
+  static let dropAttachments = "DELETE FROM RelayAttachments WHERE message_id = ?"
   static let expiredUploads = "SELECT id FROM RelayUploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
   /// Media no upload names (the sweep's: it scans RelayMedia).
   static let unreferencedMedia = """
     SELECT id, sha256, size, mime, uploaded_by, created_at FROM RelayMedia m
-    WHERE NOT EXISTS (SELECT 1 FROM RelayUploads u WHERE u.media_id = m.id) ORDER BY id LIMIT ?
+    WHERE NOT EXISTS (SELECT 1 FROM RelayUploads u WHERE u.media_id = m.id)
+      AND NOT EXISTS (SELECT 1 FROM RelayAttachments a WHERE a.media_id = m.id) ORDER BY id LIMIT ?
     """
   static let dropMedia = "DELETE FROM RelayMedia WHERE id = ?"
 
@@ -168,6 +182,7 @@ enum RelayQuery {
     ("undeliveredCount", undeliveredCount), ("firstUndeliveredFrom", firstUndeliveredFrom),
     ("uploadByID", uploadByID), ("mediaByID", mediaByID), ("mediaBySHA256", mediaBySHA256),
     ("linkUpload", linkUpload), ("dropUpload", dropUpload), ("uploadedMedia", uploadedMedia),
-    ("expiredUploads", expiredUploads), ("dropMedia", dropMedia),
+    ("expiredUploads", expiredUploads), ("dropMedia", dropMedia), ("receivedMedia", receivedMedia),
+    ("attachmentsOf", attachmentsOf), ("dropAttachments", dropAttachments),
   ]
 }

@@ -333,7 +333,8 @@ public enum RelaySchema {
 
   // MARK: - 0006
 
-  /// Media (issue 30): resumable uploads (tus 1.0) and the complete blobs they made.
+  /// Media (issue 30): resumable uploads (tus 1.0), the complete blobs they made, and
+  /// the attachments of messages that carry them.
   /// The bytes live in files beside relay.db (`relay.db.media/`), not in the database.
   static let media = """
     -- Complete media, content-addressed: one row per distinct SHA-256, its bytes in
@@ -364,5 +365,22 @@ public enum RelaySchema {
     ) WITHOUT ROWID;
     CREATE INDEX RelayUploadsByExpiry ON RelayUploads(expires_at);
     CREATE INDEX RelayUploadsByMedia ON RelayUploads(media_id, user_id);
+
+    -- What a message carries, in order: a media, and what its sender said of it (pixels,
+    -- duration, an inline thumbnail). Rows go with their message (retention, delete for
+    -- everyone); a media no row and no upload names is swept with its blob.
+    CREATE TABLE RelayAttachments (
+      message_id INTEGER NOT NULL REFERENCES RelayMessages(id) ON DELETE CASCADE,
+      position INTEGER NOT NULL CHECK (position >= 0),
+      media_id INTEGER NOT NULL REFERENCES RelayMedia(id),
+      width INTEGER,
+      height INTEGER,
+      duration_ms INTEGER,
+      thumbnail BLOB,
+      PRIMARY KEY (message_id, position)
+    ) WITHOUT ROWID;
+    CREATE INDEX RelayAttachmentsByMedia ON RelayAttachments(media_id);
+    -- How many attachments a message has: a log page looks them up only where there are some.
+    ALTER TABLE RelayMessages ADD COLUMN attachments INTEGER NOT NULL DEFAULT 0;
     """
 }

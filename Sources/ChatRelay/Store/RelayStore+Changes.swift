@@ -116,6 +116,7 @@ extension RelayStore {
         try db.execute(RelayQuery.editMessage, [content, next, at, messageID])
       case .delete:
         try db.execute(RelayQuery.eraseVersions, [messageID])
+        try db.execute(RelayQuery.dropAttachments, [messageID])
         try db.execute(RelayQuery.leaveTombstone, [at, messageID])
         // An idempotency record made before 0003 kept the text itself: it keeps the digest instead.
         let kept = try db.query(RelayQuery.requestTextOf, [messageID]) { $0.string(0) }

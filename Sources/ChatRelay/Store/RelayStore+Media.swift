@@ -1,4 +1,6 @@
+import ChatProtocol
 import ChatStore
+import Foundation
 
 /// An upload in progress or complete (tus 1.0): what the uploader declared, and the
 /// media it made once its bytes were all in and hashed to `sha256`.
@@ -88,10 +90,77 @@ extension RelayStore {
     }
   }
 
-  /// Whether `user` may fetch media `media`: they uploaded those bytes.
+  /// Whether `user` may fetch media `media`: they uploaded those bytes, or a message they
+  /// sent or received carries them.
   public func mayFetch(user: Int64, media: Int64) throws -> Bool {
-    try reading("check access to media \(media) in") { db in
-      try db.int64(RelayQuery.uploadedMedia, [media, user]) == 1
+    try reading("check access to media \(media) in") { db in try Self.mayFetch(user: user, media: media, db) }
+  }
+
+  static func mayFetch(user: Int64, media: Int64, _ db: Database) throws -> Bool {
+    try db.int64(RelayQuery.uploadedMedia, [media, user]) == 1
+      || db.int64(RelayQuery.receivedMedia, [media, user]) == 1
+  }
+
+  /// A message's attachments as the wire has them.
+  static func attachments(of message: Int64, _ db: Database) throws -> [RelayAttachment] {
+    try db.query(RelayQuery.attachmentsOf, [message]) { row in
+      var thumbnail: String?
+      if case .blob(let bytes) = row.value(7) { thumbnail = Data(bytes).base64EncodedString() }
+      return RelayAttachment(
+        mediaId: row.int64(0), mime: row.string(1), size: row.int64(2), sha256: SHA256.hex(digest: bytes(row, 3)),
+        width: row.optionalInt64(4), height: row.optionalInt64(5), durationMs: row.optionalInt64(6),
+        thumbnail: thumbnail)
+    }
+  }
+
+  /// The attachments of a message being posted by `sender`, checked: each a media the
+  /// sender may fetch, at most ``RelayAttachment/maximumCount``, thumbnails base64 of at
+  /// most ``RelayAttachment/maximumThumbnailBytes``. With the thumbnails' bytes, for the rows.
+  func checkAttachments(_ posted: [AttachmentPost], from sender: Int64, _ db: Database) throws -> [(
+    RelayAttachment, [UInt8]?
+  )] {
+    guard posted.count <= RelayAttachment.maximumCount else {
+      throw StoreError(
+        .badInput, "attachments: at most \(RelayAttachment.maximumCount) a message, got \(posted.count)", path: path)
+    }
+    return try posted.enumerated().map { index, attachment in
+      let field = "attachments[\(index)]"
+      guard
+        let media = try db.query(
+          RelayQuery.mediaByID, [attachment.mediaId],
+          { row in
+            (mime: row.string(3), size: row.int64(2), sha256: Self.bytes(row, 1))
+          }
+        ).first, try Self.mayFetch(user: sender, media: attachment.mediaId, db)
+      else {
+        throw StoreError(.notFound, "\(field).mediaId \(attachment.mediaId) is no media of this user", path: path)
+      }
+      for (name, value) in [
+        ("width", attachment.width), ("height", attachment.height), ("durationMs", attachment.durationMs),
+      ]
+      where (value ?? 0) < 0 {
+        throw StoreError(.badInput, "\(field).\(name) must not be negative", path: path)
+      }
+      var thumbnail: [UInt8]?
+      if let text = attachment.thumbnail {
+        guard let data = Data(base64Encoded: text) else {
+          throw StoreError(.badInput, "\(field).thumbnail is not base64", path: path)
+        }
+        guard data.count <= RelayAttachment.maximumThumbnailBytes else {
+          throw StoreError(
+            .badInput,
+            "\(field).thumbnail has \(data.count) bytes; at most \(RelayAttachment.maximumThumbnailBytes) are allowed",
+            path: path)
+        }
+        thumbnail = Array(data)
+      }
+      return (
+        RelayAttachment(
+          mediaId: attachment.mediaId, mime: media.mime, size: media.size, sha256: SHA256.hex(digest: media.sha256),
+          width: attachment.width, height: attachment.height, durationMs: attachment.durationMs,
+          thumbnail: thumbnail.map { Data($0).base64EncodedString() }),
+        thumbnail
+      )
     }
   }
 
@@ -116,7 +185,7 @@ extension RelayStore {
     }
   }
 
-  private static func bytes(_ row: Row, _ index: Int32) -> [UInt8] {
+  static func bytes(_ row: Row, _ index: Int32) -> [UInt8] {
     if case .blob(let bytes) = row.value(index) { return bytes }
     return []
   }

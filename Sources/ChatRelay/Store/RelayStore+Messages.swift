@@ -59,22 +59,29 @@ extension RelayStore {
   /// The sender and the recipient become each other's contacts.
   public func post(
     from sender: Int64, device: Int64? = nil, requestID: Int64, to recipient: Int64, content: String,
-    createdAt: String, now: Int64
+    createdAt: String, attachments posted: [AttachmentPost] = [], now: Int64
   ) throws -> Posted {
     guard requestID > 0 else { throw StoreError(.badInput, "requestId \(requestID) must be positive", path: path) }
     guard sender != recipient else {
       throw StoreError(
         .badInput, "toUserId \(recipient) is the sender; a message to oneself is not relayed", path: path)
     }
-    try requireText(content, field: "content", maximumBytes: Self.maximumContentBytes)
+    // A message with attachments may have no text (a photo without a caption).
+    try requireText(
+      content, field: "content", maximumBytes: Self.maximumContentBytes, allowEmpty: !posted.isEmpty)
     guard createdAt.utf8.count <= Self.maximumFieldBytes, Timestamp.milliseconds(from: createdAt) != nil else {
       throw StoreError(
         .badInput, "createdAt '\(createdAt.prefix(64))' is not an ISO 8601 time such as 2026-01-31T12:00:00.000Z",
         path: path)
     }
-    let digest = SHA256.digest(content.utf8)
+    // The attachments' media ids are part of what a retry must repeat.
+    let digest = SHA256.digest(
+      posted.isEmpty
+        ? Array(content.utf8)
+        : Array(content.utf8) + [0] + Array(posted.map { String($0.mediaId) }.joined(separator: ",").utf8))
     return try writing("post a message from user \(sender) to") { db in
       let device = try device ?? db.int64(RelayQuery.firstDeviceOf, [sender]) ?? 0
+      let attachments = try checkAttachments(posted, from: sender, db)
       if let recorded = try db.query(RelayQuery.requestByKey, [sender, device, requestID], Self.recorded).first {
         let sameContent = recorded.digest.map { $0 == digest } ?? (recorded.content == content)
         guard recorded.message.toUserId == recipient, sameContent else {
@@ -84,6 +91,7 @@ extension RelayStore {
         message.content = content
         message.fromDeviceId = device
         message.requestId = requestID
+        if !attachments.isEmpty { message.attachments = attachments.map(\.0) }
         return Posted(message: message, place: nil)
       }
       if let changed = try db.int64(RelayQuery.changeRecord, [sender, device, requestID]) {
@@ -100,16 +108,22 @@ extension RelayStore {
       try db.execute(RelayQuery.setLastMessageID, [id])
       try db.execute(RelayQuery.setLogHeads, [id, sender, recipient])
       try db.execute(
-        "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at, from_device_id, request_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [id, sender, recipient, content, createdAt, device, requestID])
+        "INSERT INTO RelayMessages (id, from_user_id, to_user_id, content, created_at, from_device_id, request_id, attachments) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [id, sender, recipient, content, createdAt, device, requestID, attachments.count])
+      for (position, (attachment, thumbnail)) in attachments.enumerated() {
+        try db.execute(
+          "INSERT INTO RelayAttachments (message_id, position, media_id, width, height, duration_ms, thumbnail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          [id, position, attachment.mediaId, attachment.width, attachment.height, attachment.durationMs, thumbnail])
+      }
       try db.execute(
         "INSERT INTO RelayRequests (from_user_id, device_id, request_id, message_id, to_user_id, content_digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [sender, device, requestID, id, recipient, digest, createdAt])
       try db.execute(
         "INSERT OR IGNORE INTO RelayContacts (user_id, contact_id) VALUES (?1, ?2), (?2, ?1)", [sender, recipient])
-      let message = RelayMessage(
+      var message = RelayMessage(
         messageId: id, fromUserId: sender, toUserId: recipient, content: content, createdAt: createdAt,
         fromDeviceId: device, requestId: requestID)
+      if !attachments.isEmpty { message.attachments = attachments.map(\.0) }
       return Posted(message: message, place: place)
     }
   }
@@ -145,9 +159,11 @@ extension RelayStore {
       throw StoreError(.badInput, "limit \(limit) must be between 1 and \(Self.maximumPageSize)", path: path)
     }
     return try reading("read the log of user \(user) in") { db in
+      var carrying: Set<Int64> = []
       var messages = try db.query(RelayQuery.log, [user, cursor, limit + 1]) { row in
         let own = row.int64(1) == user
         let status = row.int64(6) != 0 ? "READ" : row.int64(5) != 0 ? "DELIVERED" : RelayMessage.syncedStatus
+        if row.int64(12) > 0 { carrying.insert(row.int64(0)) }
         return RelayMessage(
           messageId: row.int64(0), fromUserId: row.int64(1), toUserId: row.int64(2), content: row.string(3),
           status: status, createdAt: row.string(4), fromDeviceId: own ? row.optionalInt64(7) : nil,
@@ -156,6 +172,9 @@ extension RelayStore {
       }
       let hasMore = messages.count > limit
       if hasMore { messages.removeLast() }
+      for index in messages.indices where carrying.contains(messages[index].messageId) {
+        messages[index].attachments = try Self.attachments(of: messages[index].messageId, db)
+      }
       for index in messages.indices where (messages[index].version ?? 0) > 0 && messages[index].deletedAt == nil {
         messages[index].edits = try db.query(RelayQuery.earlierVersions, [messages[index].messageId]) {
           RelayMessageVersion(version: $0.int64(0), content: $0.string(1), editedAt: $0.string(2))

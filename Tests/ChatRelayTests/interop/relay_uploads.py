@@ -4,7 +4,8 @@ client must not do, and urllib for downloads with Range.
 
 usage: relay_uploads.py tus PORT TOKEN
        relay_uploads.py hostile PORT TOKEN OTHER_TOKEN MAX_MEDIA_SIZE
-TOKEN and OTHER_TOKEN are two users' tokens. Prints one JSON object of facts for the
+       relay_uploads.py attachments PORT TOKEN_ALICE TOKEN_BOB TOKEN_CAROL
+TOKEN and OTHER_TOKEN are two users' tokens; Alice, Bob and Carol are users 1, 2 and 3. Prints one JSON object of facts for the
 caller; any failed check raises (exit 1).
 """
 import base64
@@ -235,4 +236,74 @@ def hostile():
     print(json.dumps(facts))
 
 
-{"tus": tus, "hostile": hostile}[MODE]()
+def post_message(token, body):
+    status, _, data = request("POST", "/v2/messages", token, {"Content-Type": "application/json"},
+                              json.dumps(body).encode())
+    return status, json.loads(data)
+
+
+def log(token):
+    status, _, data = request("GET", "/v2/messages?lastSyncedMessage=0&limit=100", token)
+    assert status == 200, (status, data)
+    return json.loads(data)["messages"]
+
+
+def attachments():
+    bob, carol = sys.argv[4], sys.argv[5]
+    photo = os.urandom(50_000)
+    location = create(photo, mime="image/jpeg")
+    status, headers, _ = patch(location, 0, photo)
+    media = int(headers["chat-media-id"])
+    thumbnail = base64.b64encode(os.urandom(1000)).decode()
+    sha = hashlib.sha256(photo).hexdigest()
+
+    # A photo without a caption, from Alice to Bob: the relay adds mime, size and sha256.
+    status, answer = post_message(TOKEN, {"requestId": 1, "toUserId": 2, "content": "", "attachments": [
+        {"mediaId": media, "width": 4000, "height": 3000, "thumbnail": thumbnail}]})
+    assert status == 201, answer
+    sent = answer["message"]
+    assert sent["attachments"] == [{"height": 3000, "mediaId": media, "mime": "image/jpeg", "sha256": sha,
+                                    "size": 50_000, "thumbnail": thumbnail, "width": 4000}], sent
+    # A retry replays it; the same request id with other attachments is a conflict.
+    status, again = post_message(TOKEN, {"requestId": 1, "toUserId": 2, "content": "", "attachments": [
+        {"mediaId": media, "width": 4000, "height": 3000, "thumbnail": thumbnail}]})
+    assert status == 201 and again["message"]["messageId"] == sent["messageId"], again
+    status, body = post_message(TOKEN, {"requestId": 1, "toUserId": 2, "content": ""})
+    assert status == 400, body  # no text and nothing attached
+    status, body = post_message(TOKEN, {"requestId": 1, "toUserId": 2, "content": "x"})
+    assert status == 409 and body["error"]["code"] == "conflict", body
+
+    # Bob's log carries it; Bob may fetch the media now, Carol may not.
+    received = [m for m in log(bob) if m["messageId"] == sent["messageId"]]
+    assert received and received[0]["attachments"] == sent["attachments"], received
+    status, _, body = download(media, token=bob)
+    assert status == 200 and body == photo, status
+    assert download(media, token=carol)[0] == 404
+
+    # Nobody attaches a media they may not fetch: Carol cannot send Alice's photo on.
+    status, body = post_message(carol, {"requestId": 1, "toUserId": 1, "content": "look", "attachments": [
+        {"mediaId": media}]})
+    assert status == 404 and "mediaId" in body["error"]["message"], body
+    # Bob may forward what he received.
+    status, body = post_message(bob, {"requestId": 1, "toUserId": 3, "content": "fwd", "attachments": [
+        {"mediaId": media}]})
+    assert status == 201, body
+    assert download(media, token=carol)[0] == 200
+
+    # Bad attachments: too many, a thumbnail too large or not base64, negative sizes.
+    for bad in ([{"mediaId": media}] * 11, [{"mediaId": media, "thumbnail": base64.b64encode(b"x" * 20_481).decode()}],
+                [{"mediaId": media, "thumbnail": "***"}], [{"mediaId": media, "width": -1}],
+                [{"mediaId": "one"}]):
+        status, body = post_message(TOKEN, {"requestId": 2, "toUserId": 2, "content": "bad", "attachments": bad})
+        assert status == 400, (status, body)
+
+    # Deleted for everyone: the attachment goes with the text.
+    status, _, data = request("POST", f"/v2/messages/{sent['messageId']}/delete", TOKEN,
+                              {"Content-Type": "application/json"}, json.dumps({"requestId": 3}).encode())
+    assert status == 200, data
+    tomb = [m for m in log(bob) if m["messageId"] == sent["messageId"]][0]
+    assert "attachments" not in tomb and tomb["content"] == "", tomb
+    print(json.dumps({"media": media, "message": sent["messageId"]}))
+
+
+{"tus": tus, "hostile": hostile, "attachments": attachments}[MODE]()
