@@ -28,6 +28,8 @@ let package = Package(
     ),
     // glibc's <malloc.h> (mallopt), part of libc itself.
     .systemLibrary(name: "CMalloc"),
+    // Thumbnails: libvips, loaded with dlopen on first use (docs/decisions/0019).
+    .target(name: "CThumbnail"),
     .systemLibrary(
       name: "CWebSockets",
       pkgConfig: "libwebsockets",
@@ -42,7 +44,7 @@ let package = Package(
     .plugin(name: "EmbedMigrations", capability: .buildTool()),
 
     // MARK: - Core and features
-    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "CMalloc", "Migrations"]),
+    .target(name: "ChatStore", dependencies: ["CSQLite", "CCrypto", "CMalloc", "CThumbnail", "Migrations"]),
     .target(name: "ChatMaintenance", dependencies: ["ChatStore", "CZstd"]),
     .target(name: "ChatCLI", dependencies: ["ChatStore"]),
     // The relay protocol's messages, users, events and errors (docs/protocol.md) as Codable

@@ -22,11 +22,15 @@ ensure_packages() {
 # The Debian packages the build needs (the .systemLibrary targets' providers).
 BUILD_PACKAGES=(libsqlite3-dev libzstd-dev libssl-dev libwebsockets-dev pkg-config)
 
+# What the programs load only when they need it: libvips makes thumbnails (dlopen'ed on
+# first use, decision 0019: linked, its 103 libraries cost every start 32 ms).
+RUNTIME_PACKAGES=(libvips42)
+
 # The Debian packages only the tests need: python3-websockets is the WebSocket peer
 # of the relay's tests (it installs for /usr/bin/python3, not a pyenv python3); openssl
 # makes the TLS tests' throwaway CA and certificates, and curl is one of their clients;
 # zstd reads an export back in EditedHistoryTests (the outside tool, not our reader).
-TEST_PACKAGES=(python3-websockets openssl curl zstd)
+TEST_PACKAGES=(python3-websockets openssl curl zstd "${RUNTIME_PACKAGES[@]}")
 
 # Installs a PyPI package for the `python3` on PATH when its module is missing: $1 the
 # module, $2 the package (tuspy, the outside tus client of the upload tests). pip comes
