@@ -163,6 +163,9 @@ public final class Relay: @unchecked Sendable {
     }
   }
 
+  /// A line for the turn's log.
+  func log(_ line: String) { logLines.append(line) }
+
   /// Closes (1008) the sockets of devices removed by another process (`chat-relay device
   /// remove` or `user remove` while the relay runs), so a removed device is not left
   /// receiving events until it reconnects: its reconnection is then refused (401). Looked

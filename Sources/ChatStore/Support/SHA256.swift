@@ -43,18 +43,7 @@ public enum SHA256 {
     guard descriptor >= 0 else { return nil }
     defer { close(descriptor) }
     let hasher = Hasher()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    var position = offset
-    var left = length
-    while left > 0 {
-      let want = Int(min(Int64(buffer.count), left))
-      let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
-      if read < 0 && errno == EINTR { continue }
-      guard read > 0 else { return nil }
-      buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<read])) }
-      position += Int64(read)
-      left -= Int64(read)
-    }
+    guard hasher.update(file: descriptor, offset: offset, length: length) else { return nil }
     return hasher.finish()
   }
 
@@ -80,6 +69,24 @@ public enum SHA256 {
     public func update(_ bytes: UnsafeRawBufferPointer) {
       guard bytes.count > 0 else { return }
       EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+    }
+
+    /// Hashes `length` bytes of an open file from `offset`, read in pieces of 1 MiB;
+    /// false when the file ends before.
+    public func update(file descriptor: Int32, offset: Int64, length: Int64) -> Bool {
+      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      var position = offset
+      var left = length
+      while left > 0 {
+        let want = Int(min(Int64(buffer.count), left))
+        let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
+        if read < 0 && errno == EINTR { continue }
+        guard read > 0 else { return false }
+        buffer.withUnsafeBytes { update(UnsafeRawBufferPointer(rebasing: $0[0..<read])) }
+        position += Int64(read)
+        left -= Int64(read)
+      }
+      return true
     }
 
     /// The digest; the hasher is spent.

@@ -28,7 +28,7 @@ extension HTTPTransport {
           let request = ExchangeRequest(
             method: call.method, address: address, port: origin.port, path: origin.prefix + call.path,
             hostHeader: origin.hostHeader, authorization: authorization, body: call.body, name: name,
-            tls: origin.tls)
+            tls: origin.tls, contentType: call.contentType, headers: call.headers)
           return try await core.exchange(request)
         }
       } catch let error as TransportError {

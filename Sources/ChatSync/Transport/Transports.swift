@@ -26,12 +26,26 @@ public struct HTTPCall: Sendable, Equatable {
   public var body: [UInt8]?
   /// How long to wait for the whole answer.
   public var timeout: TimeInterval
+  /// The body's `Content-Type`.
+  public var contentType = "application/json"
+  /// More headers, by name (`Tus-Resumable`, `Range`, …).
+  public var headers: [(String, String)] = []
 
-  public init(method: String, path: String, body: [UInt8]? = nil, timeout: TimeInterval = 10) {
+  public init(
+    method: String, path: String, body: [UInt8]? = nil, timeout: TimeInterval = 10,
+    contentType: String = "application/json", headers: [(String, String)] = []
+  ) {
     self.method = method
     self.path = path
     self.body = body
     self.timeout = timeout
+    self.contentType = contentType
+    self.headers = headers
+  }
+
+  public static func == (a: HTTPCall, b: HTTPCall) -> Bool {
+    a.method == b.method && a.path == b.path && a.body == b.body && a.timeout == b.timeout
+      && a.contentType == b.contentType && a.headers.map { "\($0.0): \($0.1)" } == b.headers.map { "\($0.0): \($0.1)" }
   }
 }
 

@@ -13,6 +13,10 @@ package struct ExchangeRequest: Sendable {
   /// The `Authorization` header's value, if one is sent.
   var authorization: String?
   var body: [UInt8]?
+  /// The body's `Content-Type`.
+  var contentType: String
+  /// More headers, by name (`Tus-Resumable`, `Range`, …).
+  var headers: [(String, String)]
   /// `POST /v2/messages`, for error messages: no query, no token.
   var name: String
   /// Over TLS (`https://`; ``ClientTLS`` enabled), the certificate checked against the
@@ -22,9 +26,12 @@ package struct ExchangeRequest: Sendable {
   /// A request to `address:port` (numeric) for `path` (encoded, with its query).
   package init(
     method: String, address: String, port: Int, path: String, hostHeader: String, authorization: String?,
-    body: [UInt8]?, name: String, tls: Bool = false
+    body: [UInt8]?, name: String, tls: Bool = false, contentType: String = "application/json",
+    headers: [(String, String)] = []
   ) {
     self.tls = tls
+    self.contentType = contentType
+    self.headers = headers
     self.method = method
     self.address = address
     self.port = port
@@ -109,10 +116,14 @@ extension ClientCore {
 /// Headers the relay sends that libwebsockets has no token for. lws keeps such a
 /// header by name (`lws_hdr_custom_copy`), but the installed 4.1 has no call that lists
 /// those names, so the ones the protocol defines are asked for one by one.
-let relayCustomHeaders = ["idempotent-replayed"]
+let relayCustomHeaders = [
+  "idempotent-replayed", "tus-resumable", "tus-version", "upload-offset", "upload-length", "upload-expires",
+  "chat-media-id",
+]
 
-/// The request body leaves in writes of at most this many bytes, one per writable callback.
-private let bodyWriteSize = 16 * 1024
+/// The request body leaves in writes of at most this many bytes, one per writable
+/// callback (a media chunk is megabytes: 16 KiB a turn made 65,536 turns a GiB).
+private let bodyWriteSize = 256 * 1024
 
 // MARK: - Events of HTTP exchanges, on the service thread
 
@@ -141,8 +152,12 @@ extension ClientCore {
     case LWS_CALLBACK_RECEIVE_CLIENT_HTTP:
       // Drains what arrived; lws strips any chunking and hands the payload to
       // RECEIVE_CLIENT_HTTP_READ before this returns.
+      // Into one buffer, kept from call to call (a media chunk arrives in many reads).
       let pre = Int(chat_lws_pre)
-      var buffer = [CChar](repeating: 0, count: pre + 16 * 1024)
+      if receiveBuffer.isEmpty { receiveBuffer = [CChar](repeating: 0, count: pre + 256 * 1024) }
+      var buffer = receiveBuffer
+      receiveBuffer = []  // one owner while in use: no copy on write
+      defer { receiveBuffer = buffer }
       return buffer.withUnsafeMutableBufferPointer { raw in
         var start: UnsafeMutablePointer<CChar>? = raw.baseAddress! + pre
         var count = Int32(raw.count - pre)
@@ -242,13 +257,21 @@ extension ClientCore {
       headers.insert((WSI_TOKEN_HTTP_AUTHORIZATION, authorization), at: 0)
     }
     if let body = exchange.request.body {
-      headers.append((WSI_TOKEN_HTTP_CONTENT_TYPE, "application/json"))
+      headers.append((WSI_TOKEN_HTTP_CONTENT_TYPE, exchange.request.contentType))
       headers.append((WSI_TOKEN_HTTP_CONTENT_LENGTH, String(body.count)))
     }
     for (token, value) in headers {
       let bytes = Array(value.utf8)
       let failed = bytes.withUnsafeBufferPointer {
         lws_add_http_header_by_token(wsi, token, $0.baseAddress, Int32($0.count), position, end)
+      }
+      if failed != 0 { return -1 }
+    }
+    for (name, value) in exchange.request.headers {
+      let key = Array((name.lowercased() + ":").utf8) + [0]
+      let bytes = Array(value.utf8)
+      let failed = bytes.withUnsafeBufferPointer {
+        lws_add_http_header_by_name(wsi, key, $0.baseAddress, Int32($0.count), position, end)
       }
       if failed != 0 { return -1 }
     }
@@ -308,6 +331,10 @@ extension ClientCore {
     }
     let chunked = exchange.headers["transfer-encoding"]?.lowercased().contains("chunked") == true
     exchange.bodyToEndOfConnection = exchange.headers["content-length"] == nil && !chunked
+    // The body's room at once (a media chunk is megabytes), not by doubling as it comes.
+    if let length = exchange.headers["content-length"].flatMap({ Int($0) }), length > 0, length <= 64 << 20 {
+      exchange.body.reserveCapacity(length)
+    }
   }
 
   /// Ends an exchange once, whichever callback sees its end first: the caller, if still

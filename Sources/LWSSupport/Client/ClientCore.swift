@@ -51,6 +51,9 @@ package final class ClientLoop: @unchecked Sendable {
     // upgrade's, or an HTTP request's once it is sent).
     info.timeout_secs = 10
     info.connect_timeout_secs = 10
+    // The service thread's read buffer: an answer's body (a media chunk) arrives in
+    // pieces of this size at most (lws's default is 4 KiB).
+    info.pt_serv_buf_size = 256 * 1024
     if let tls = ClientTLS.settings.withLock({ $0 }) {
       // Never freed, as the protocol table: the context lives as long as the process.
       info.options |= chat_lws_option_ssl_global_init
@@ -89,6 +92,8 @@ package final class ClientCore: LWSEventHandler, @unchecked Sendable {
   var context: OpaquePointer?
   var connections: [UInt64: ClientConnection] = [:]
   var exchanges: [UInt64: HTTPExchange] = [:]
+  /// Where answers' bodies are read into (service thread only).
+  var receiveBuffer: [CChar] = []
   /// Why TLS refused a connection's certificate, until its connection error reports it.
   var certificateRefusals: [OpaquePointer: String] = [:]
 
