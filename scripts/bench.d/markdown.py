@@ -19,6 +19,7 @@ PARTS = [  # (part, how to run it alone)
     ("devices", "scripts/bench --only devices"),
     ("sync", "scripts/bench --only sync"),
     ("migrate", "scripts/bench --only migrate"),
+    ("media", "scripts/bench --only media"),
 ]
 MARKER = "<!-- Written by scripts/bench --markdown from bench-data/results/*.json: do not edit by hand. -->"
 RESULT = {"PASS": "✔ pass", "MISS": "✘ miss", "✔": "✔ pass", "✘": "✘ miss"}
