@@ -6,7 +6,9 @@ import Foundation
 let root = Command.group(
   name: "chat-sync-bench",
   abstract: "Drivers for the sync client's speed figures (scripts/bench.d/sync.sh), as JSON.",
-  subcommands: [Command(SendBench.self), Command(StormBench.self), Command(TransferBench.self), Command(ThumbnailBench.self)]
+  subcommands: [
+    Command(SendBench.self), Command(StormBench.self), Command(TransferBench.self), Command(ThumbnailBench.self),
+  ]
 )
 
 // A socket the relay closed under us is an error to handle, not a signal that kills the driver.
