@@ -24,6 +24,7 @@ enum TransferBench: ParsableCommand {
     var state: String
     var download: String?
     var chunk: Int64
+    var sha256: String?
     var out: String?
     init(_ o: inout OptionReader) {
       server = o.option("--server", valueName: "url", help: "The relay.", required: true) ?? ""
@@ -38,6 +39,8 @@ enum TransferBench: ParsableCommand {
         "--download", valueName: "path", help: "Download the uploaded media to this file instead of uploading.")
       chunk =
         o.option("--chunk", valueName: "size", help: "Bytes a request (default 4MiB).", parse: Parse.size) ?? (4 << 20)
+      sha256 = o.option(
+        "--sha256", valueName: "hex", help: "The file's SHA-256 (default: computed first, which takes a while).")
       out = o.option("--out", valueName: "path", help: "Where to write the JSON (default: stdout).", parse: Parse.path)
     }
   }
@@ -54,9 +57,10 @@ enum TransferBench: ParsableCommand {
     guard stat(options.file, &info) == 0 else { throw ValidationError("\(options.file): no such file") }
     let size = Int64(info.st_size)
     // The file's SHA-256 is known before a transfer (the media store names files by it).
-    guard let digest = SHA256.digest(ofFile: options.file, length: size) else {
-      throw ValidationError("\(options.file): cannot read it")
-    }
+    guard
+      let digest = options.sha256.map({ Array(Data(hex: $0)) }) ?? SHA256.digest(ofFile: options.file, length: size),
+      digest.count == 32
+    else { throw ValidationError("\(options.file): cannot read it, or --sha256 is not 64 hex digits") }
     let started = wallClock()
     let startedCPU = cpuSeconds()
     // One line "URL [MEDIA]" in the state file.
@@ -93,5 +97,19 @@ enum TransferBench: ParsableCommand {
       "cpuSeconds": .double(cpuSeconds() - startedCPU), "maxRSSKiB": .int(Int64(usage.ru_maxrss)),
     ])
     if let out = options.out { try writeJSON(result, to: out) } else { print(result.render(pretty: false)) }
+  }
+}
+
+extension Data {
+  /// Bytes from hex digits (an odd or non-hex text gives fewer bytes).
+  init(hex: String) {
+    var bytes: [UInt8] = []
+    var iterator = hex.utf8.makeIterator()
+    while let high = iterator.next(), let low = iterator.next() {
+      guard let h = Int(String(UnicodeScalar(high)), radix: 16), let l = Int(String(UnicodeScalar(low)), radix: 16)
+      else { break }
+      bytes.append(UInt8(h << 4 | l))
+    }
+    self.init(bytes)
   }
 }

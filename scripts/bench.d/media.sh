@@ -31,6 +31,7 @@ trap 'kill -9 $(jobs -pr) 2>/dev/null || true; rm -rf "$d"' EXIT
 
 size=$((1 << 30))
 head -c "$size" /dev/urandom >"$d/file.bin"
+sha=$(sha256sum "$d/file.bin" | cut -c1-64)
 "$bin/chat-relay" user add --db "$d/relay.db" --id 1 --name A | tail -n 1 >"$d/token"
 chmod 600 "$d/token"
 "$bin/chat-relay" serve --db "$d/relay.db" --port 0 --max-media-size 2GiB 2>"$d/relay.log" >/dev/null &
@@ -39,7 +40,10 @@ for _ in $(seq 500); do grep -q 'listening on' "$d/relay.log" && break; sleep 0.
 port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/relay.log" | head -n 1)
 [ -n "$port" ] || { echo "Error: chat-relay did not start" >&2; exit 1; }
 url="http://127.0.0.1:$port"
-transfer() { /usr/bin/time -f "%e %M" -o "$d/time" "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" --file "$d/file.bin" "$@"; }
+transfer() {
+  /usr/bin/time -f "%e %M" -o "$d/time" "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" \
+    --file "$d/file.bin" --sha256 "$sha" "$@"
+}
 best() { python3 -c "import sys; print(min(float(x) for x in sys.argv[1:]))" "$@"; }
 # The transfer's own seconds (its JSON), from its first request to the last byte stored.
 seconds() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seconds'])" "$1"; }
@@ -75,10 +79,11 @@ rm -f "$d/state"
 before=$(wc -l <"$d/relay.log")
 kills=0
 for i in $(seq 20); do
-  "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" --file "$d/file.bin" --state "$d/state" \
-    >/dev/null 2>&1 &
+  "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" --file "$d/file.bin" --sha256 "$sha" \
+    --state "$d/state" >/dev/null 2>&1 &
   client=$!
-  sleep "$(python3 -c "import random; print(random.uniform(0.02, 0.1))")"
+  # Past the process's start (about 30 ms), into the upload (about 2.5 s in all).
+  sleep "$(python3 -c "import random; print(random.uniform(0.05, 0.15))")"
   if kill -9 "$client" 2>/dev/null; then kills=$((kills + 1)); fi
   wait "$client" 2>/dev/null || true
 done
@@ -108,12 +113,13 @@ our_s=$(best "${ours[@]}")
 thumb_bytes=$(stat -c %s "$d/ours.jpg")
 
 python3 - "$size" "$cp_s" "$up_s" "$down_s" "$up_rss" "$down_rss" "$relay_rss" "$kills" "$resent" "$resumed_ok" \
-  "$im_s" "$our_s" "$im_rss" "$our_rss" "$thumb_bytes" "$(cat "$d/thumb.json")" <<'PY'
+  "$im_s" "$our_s" "$im_rss" "$our_rss" "$thumb_bytes" "$(cat "$d/thumb.json")" "$(cat "$d/resumed.json")" <<'PY'
 import json, sys
 sys.path.insert(0, "scripts/bench.d")
 import record
 (size, cp_s, up_s, down_s, up_rss, down_rss, relay_rss, kills, resent, resumed_ok, im_s, our_s, im_rss, our_rss,
- thumb_bytes, thumb) = sys.argv[1:]
+ thumb_bytes, thumb, resumed) = sys.argv[1:]
+held = int(size) - json.loads(resumed)["sent"]
 size, kills, resent = int(size), int(kills), int(resent)
 cp_s, up_s, down_s, im_s, our_s = map(float, (cp_s, up_s, down_s, im_s, our_s))
 mib = lambda kib: f"{int(kib) / 1024:.1f} MiB"
@@ -130,6 +136,7 @@ rows = [
     ("peak memory: relay", mib(relay_rss), "", "", "< 64 MiB", ok(int(relay_rss) < 64 * 1024)),
     (f"upload killed {kills} times, then finished: bytes sent twice", f"{resent:,}", "", "",
      f"<= one 4 MiB chunk a kill ({kills * chunk:,})", ok(0 <= resent <= kills * chunk)),
+    ("  what the relay held when the last run started", f"{held:,} B of {size:,}", "", "", "", ""),
     ("  the download of it matches the file", resumed_ok, "", "", "yes", ok(resumed_ok == "yes")),
     ("thumbnail of a 24-megapixel JPEG", f"{our_s:.2f} s", f"convert -thumbnail {im_s:.2f} s",
      f"{our_s / im_s:.2f}x", "<= 0.5x its time", ok(our_s / im_s <= 0.5)),
