@@ -82,8 +82,9 @@ for i in $(seq 20); do
   "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" --file "$d/file.bin" --sha256 "$sha" \
     --state "$d/state" >/dev/null 2>&1 &
   client=$!
-  # Past the process's start (about 30 ms), into the upload (about 2.5 s in all).
-  sleep "$(python3 -c "import random; print(random.uniform(0.05, 0.15))")"
+  # Past the process's start (about 30 ms), into the upload (about 2.5 s in all): 20 kills
+  # land before it ends.
+  sleep "$(python3 -c "import random; print(random.uniform(0.04, 0.09))")"
   if kill -9 "$client" 2>/dev/null; then kills=$((kills + 1)); fi
   wait "$client" 2>/dev/null || true
 done
