@@ -7,7 +7,7 @@
 // blank line + body; 2: a WebSocket text message; 3: the wire); byte 1 the user and
 // whether a valid token is added when the request has no Authorization header.
 // Invariants: nothing traps; every answer is a status of docs/protocol.md (never 500)
-// with a JSON body; the fast POST body parser agrees with JSONDecoder whenever it
+// with a JSON body (an upload's answers and a media's bytes aside); the fast POST body parser agrees with JSONDecoder whenever it
 // accepts a body.
 // The wire (mode 3): the rest of the input is sent as it is to a real relay server in
 // this process (its own database) on a loopback port, then the client's half of the
@@ -34,6 +34,7 @@ private let setup: (relay: Relay, tokens: [String]) = {
     database.remove()
     unlink(database.path + "-wal")
     unlink(database.path + "-shm")
+    try? FileManager.default.removeItem(atPath: database.path + ".media")
   }
   return (relay, tokens)
 }()
@@ -55,14 +56,25 @@ public func fuzzRelay(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     request.headers["authorization"] = "Bearer " + setup.tokens[Int(user) - 1]
   }
   checkPostBody(request.body)
+  // An upload's PATCH streams its body to the upload's file, as the server does.
+  if request.method == "PATCH" && request.path.hasPrefix("/v2/uploads/"),
+    case .stream(let sink, let limit) = setup.relay.uploadPatchRoute(request)
+  {
+    request.body.prefix(limit).withUnsafeBytes { sink.write($0) }
+  }
   let response = setup.relay.respond(to: request)
+  setup.relay.endTurn(log: { _ in })
+  let media = request.path.hasPrefix("/v2/uploads") || request.path.hasPrefix("/v2/media/")
   require(
     [200, 201, 400, 401, 403, 404, 405, 409, 413, 429, 503].contains(response.status)
-      || (response.status == 410 && request.path.hasPrefix("/v1/")),
+      || (response.status == 410 && request.path.hasPrefix("/v1/"))
+      || (media && [204, 206, 412, 415, 416, 460].contains(response.status)),
     "status \(response.status) for \(request.method) \(request.path): \(String(decoding: response.body, as: UTF8.self))"
   )
+  // Every answer is JSON but a tus answer (its headers say it all) and a media's bytes.
+  let bare = media && (response.file != nil || [200, 201, 204].contains(response.status) && response.body.isEmpty)
   require(
-    (try? JSONSerialization.jsonObject(with: Data(response.body))) != nil,
+    bare || (try? JSONSerialization.jsonObject(with: Data(response.body))) != nil,
     "the answer is not JSON: \(String(decoding: response.body, as: UTF8.self))")
   return 0
 }
@@ -153,13 +165,15 @@ private let wirePort: UInt16 = {
     wireDatabase.remove()
     unlink(wireDatabase.path + "-wal")
     unlink(wireDatabase.path + "-shm")
+    try? FileManager.default.removeItem(atPath: wireDatabase.path + ".media")
   }
   return UInt16(server.port)
 }()
 
 /// The statuses docs/protocol.md lists, and lws's own 403 for a bad `%` escape.
 private let wireStatuses: Set<Substring> = [
-  "100", "200", "201", "400", "401", "403", "404", "405", "408", "409", "410", "411", "413", "417", "429", "503",
+  "100", "200", "201", "204", "206", "400", "401", "403", "404", "405", "408", "409", "410", "411", "412", "413",
+  "415", "416", "417", "429", "460", "503",
 ]
 
 private func wire(_ bytes: [UInt8]) -> CInt {

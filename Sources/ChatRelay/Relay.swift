@@ -184,6 +184,9 @@ public final class Relay: @unchecked Sendable {
   // MARK: - HTTP
 
   func respond(to request: HTTPRequest) -> HTTPResponse {
+    // A streamed body the answer did not take (its token refused meanwhile, a fault):
+    // closed, its upload free for the next PATCH.
+    defer { uploadStreams[request.exchange]?.abandon() }
     do {
       if request.path == "/v2/health" {
         return try only("GET", request) { .wire(200, Health()) }
