@@ -268,7 +268,12 @@ extension Relay {
     let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard descriptor >= 0 else { throw APIError.unavailable("cannot create the upload's file") }
     close(descriptor)
-    try store.createUpload(upload)
+    do {
+      try store.createUpload(upload)
+    } catch {
+      unlink(path)
+      throw error
+    }
     if length == 0 { upload.mediaId = try complete(upload) }
     return tusResponse(
       201, upload: upload, extra: [("Location", "/v2/uploads/\(upload.id)")])
