@@ -153,9 +153,18 @@ import Testing
     sequence: 57, type: .messageEdited, messageId: 9, conversationId: 2, at: "2026-01-31T12:03:00.000Z", version: 1,
     content: "Hi, all")
 
+  /// A message with media: every field of an attachment set.
+  static let carrying = RelayMessage(
+    messageId: 10_916_218_899_464_193, fromUserId: 1, toUserId: 2, content: "", createdAt: "2026-01-31T12:01:00.000Z",
+    attachments: [
+      RelayAttachment(
+        mediaId: 4, mime: "image/jpeg", size: 9, sha256: String(repeating: "0", count: 64), width: 1, height: 1,
+        durationMs: 1, thumbnail: "AAAA")
+    ])
+
   /// Every HTTP body of the protocol.
   static let bodies: [WireType] = [
-    WireType(message), WireType(user),
+    WireType(message), WireType(carrying), WireType(user),
     WireType(ErrorBody(error: .init(code: "bad_request", message: "m", field: "toUserId"))),
     WireType(MessagePost(requestId: 7, toUserId: 2, content: "Hi", createdAt: "2026-01-31T12:00:00.000Z")),
     WireType(MessagePostAnswer(message: message, fromMessageRequestId: 7)),
