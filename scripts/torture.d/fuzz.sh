@@ -55,7 +55,9 @@ for module in ChatStore Migrations ChatMaintenance ChatCLI ChatCommands ChatProt
     if [ "$module" = Migrations ] || grep -qxF "$(basename "$object" .o)" <<<"$sources"; then objects+=("$object"); fi
   done
 done
-modulemaps=()
+# CThumbnail is a C target of our own: SwiftPM made its module map and its object.
+objects+=("$bin/CThumbnail.build/thumbnail.c.o")
+modulemaps=(-Xcc "-fmodule-map-file=$bin/CThumbnail.build/module.modulemap" -Xcc "-ISources/CThumbnail/include")
 for c in CSQLite CZstd CCrypto CMalloc CWebSockets; do modulemaps+=(-Xcc "-fmodule-map-file=Sources/$c/module.modulemap"); done
 cflags=() libs=()
 for f in $(pkg-config --cflags-only-I sqlite3 libzstd libcrypto libwebsockets); do cflags+=(-Xcc "$f"); done
