@@ -356,3 +356,25 @@ final class LogLines: @unchecked Sendable {
   func append(_ line: String) { lock.withLock { lines.append(line) } }
   var all: [String] { lock.withLock { lines } }
 }
+
+/// A message with media from a client that sends them: this version keeps its text and
+/// says in the log that its attachments were not kept, rather than dropping them silently.
+@Suite(.ownThreads) struct UnkeptAttachmentTests {
+  @Test func aMessageWithAttachmentsIsStoredAndItsAttachmentsAreNamedInTheLog() async throws {
+    try await withDataFolder { folder in
+      let repository = try ownerRepository(in: folder)
+      try repository.upsert(User(id: 1, name: "Ada"))
+      let lines = LogLines()
+      var options = SyncEngine.Options.test
+      options.log = { lines.append($0) }
+      let engine = SyncEngine(
+        repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: options)
+      await engine.handle(
+        #"{"type":"new_message","payload":{"attachments":[{"mediaId":4,"mime":"image/jpeg","sha256":"00","size":9}],"messageId":98,"fromUserId":2,"toUserId":1,"content":"","status":"SYNCED","createdAt":"2026-01-01T00:00:01.000Z"}}"#
+      )
+      #expect(try ChatRepository.open(user: 1, in: folder).hasMessage(98), "\(lines.all)")
+      #expect(
+        lines.all.contains { $0.contains("message 98: 1 attachment(s) not kept (image/jpeg)") }, "\(lines.all)")
+    }
+  }
+}
