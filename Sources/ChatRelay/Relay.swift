@@ -195,13 +195,7 @@ public final class Relay: @unchecked Sendable {
       if request.path == "/v2/uploads" && request.method == "OPTIONS" { return uploadOptions() }
       let owner = try authenticate(request) ?? { throw APIError.unauthorized }()
       if request.path == "/v2/uploads" || request.path.hasPrefix("/v2/uploads/") {
-        do {
-          return try respondUploads(request, owner: owner)
-        } catch {
-          var response = Self.apiError(error).response
-          response.headers.append(("Tus-Resumable", Self.tusVersion))
-          return response
-        }
+        do { return try respondUploads(request, owner: owner) } catch { return Self.tusError(error) }
       }
       if request.path.hasPrefix("/v2/media/") { return try respondMedia(request, owner: owner) }
       let user = owner.user

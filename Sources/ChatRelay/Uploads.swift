@@ -306,9 +306,7 @@ extension Relay {
       uploadStreams[request.exchange] = stream
       return .stream(stream, limit: Int(clamping: upload.length - start))
     } catch {
-      var response = Self.apiError(error).response
-      response.headers.append(("Tus-Resumable", Self.tusVersion))
-      return .refuse(response)
+      return .refuse(Self.tusError(error))
     }
   }
 
@@ -430,6 +428,13 @@ extension Relay {
   }
 
   // MARK: - Pieces
+
+  /// The protocol's error for `error`, with `Tus-Resumable` as every tus answer has it.
+  static func tusError(_ error: any Error) -> HTTPResponse {
+    var response = apiError(error).response
+    response.headers.append(("Tus-Resumable", tusVersion))
+    return response
+  }
 
   /// `Tus-Resumable: 1.0.0` on every tus request but OPTIONS (412 otherwise).
   private func requireTus(_ request: HTTPRequest) throws {

@@ -56,11 +56,7 @@ extension RelayStore {
   /// Media `id`, or nil.
   public func media(id: Int64) throws -> RelayMediaItem? {
     try reading("read media \(id) from") { db in
-      try db.query(RelayQuery.mediaByID, [id]) { row in
-        RelayMediaItem(
-          id: row.int64(0), sha256: Self.bytes(row, 1), size: row.int64(2), mime: row.string(3),
-          uploadedBy: row.int64(4), createdAt: row.int64(5))
-      }.first
+      try db.query(RelayQuery.mediaByID, [id], Self.mediaItem).first
     }
   }
 
@@ -175,14 +171,17 @@ extension RelayStore {
   /// the rows are deleted and returned, for the caller to remove their blobs.
   public func dropUnreferencedMedia(limit: Int = 1_000) throws -> [RelayMediaItem] {
     try writing("drop unreferenced media from") { db in
-      let gone = try db.query(RelayQuery.unreferencedMedia, [limit]) { row in
-        RelayMediaItem(
-          id: row.int64(0), sha256: Self.bytes(row, 1), size: row.int64(2), mime: row.string(3),
-          uploadedBy: row.int64(4), createdAt: row.int64(5))
-      }
+      let gone = try db.query(RelayQuery.unreferencedMedia, [limit], Self.mediaItem)
       for item in gone { try db.execute(RelayQuery.dropMedia, [item.id]) }
       return gone
     }
+  }
+
+  /// Reads `RelayQuery.mediaByID` and `.unreferencedMedia` rows.
+  private static func mediaItem(_ row: Row) -> RelayMediaItem {
+    RelayMediaItem(
+      id: row.int64(0), sha256: bytes(row, 1), size: row.int64(2), mime: row.string(3), uploadedBy: row.int64(4),
+      createdAt: row.int64(5))
   }
 
   static func bytes(_ row: Row, _ index: Int32) -> [UInt8] {
