@@ -48,6 +48,7 @@ extension ServiceCore {
     var limit = RelayServer.maximumBodySize
     if case .stream(let sink, let most) = route {
       exchange.sink = sink
+      exchange.limit = most
       limit = most
       exchange.bodyDeadline = .seconds(RelayServer.bodySeconds + max(0, declared) / RelayServer.minimumStreamRate)
     }
@@ -165,7 +166,7 @@ extension ServiceCore {
       ?? (exchange.tooLarge
         ? HTTPResponse.jsonError(
           status: 413, code: "too_large",
-          message: "The request body is over \(RelayServer.maximumBodySize) bytes.")
+          message: "The request body is over \(exchange.limit) bytes.")
         : handlers.http(exchange.request))
     // A body refused unread never reaches its sink: the handler is not asked either.
     if exchange.tooLarge || exchange.refusal != nil, let sink = exchange.sink { sink.abandon() }

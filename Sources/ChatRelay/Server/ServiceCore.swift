@@ -258,6 +258,8 @@ struct Exchange {
   var closeAfter = false
   /// Where a streamed body goes (``HTTPBodyRoute/stream(_:limit:)``), until it is complete.
   var sink: (any HTTPBodySink)?
+  /// The most bytes the body may have: ``RelayServer/maximumBodySize``, or a stream's own.
+  var limit = RelayServer.maximumBodySize
   /// How long the whole body may take once the head is in.
   var bodyDeadline: Duration = .seconds(RelayServer.bodySeconds)
   /// A file body being written: its open descriptor and what is left of it.
