@@ -249,7 +249,7 @@ extension Relay {
         field: "Upload-Length")
     }
     let metadata = try Self.uploadMetadata(request.headers["upload-metadata"] ?? "")
-    guard let hex = metadata["sha256"], let sha256 = Self.digest(hex: hex) else {
+    guard let hex = metadata["sha256"], let sha256 = SHA256.bytes(hex: hex.lowercased()), sha256.count == 32 else {
       throw APIError.badRequest(
         "header 'Upload-Metadata': 'sha256' must be the whole upload's SHA-256, 64 hex digits", field: "Upload-Metadata"
       )
@@ -448,7 +448,7 @@ extension Relay {
   /// The upload the path names, if it is this user's (another's is 404, as a missing one).
   private func ownUpload(_ path: String, owner: RelayCredential) throws -> RelayUpload {
     let id = String(path.dropFirst("/v2/uploads/".count))
-    guard id.utf8.count == 32, id.utf8.allSatisfy({ Self.isHexDigit($0) }), let upload = try store.upload(id: id),
+    guard SHA256.bytes(hex: id)?.count == 16, let upload = try store.upload(id: id),
       upload.userId == owner.user
     else { throw APIError.notFound("no upload \(id) for this user") }
     return upload
@@ -502,18 +502,6 @@ extension Relay {
         "header 'Upload-Checksum': the digest is not 32 bytes of base64", field: "Upload-Checksum")
     }
     return Array(data)
-  }
-
-  /// 64 hex digits as 32 bytes.
-  static func digest(hex: String) -> [UInt8]? {
-    let digits = Array(hex.lowercased().utf8)
-    guard digits.count == 64, digits.allSatisfy(isHexDigit) else { return nil }
-    func value(_ d: UInt8) -> UInt8 { d <= UInt8(ascii: "9") ? d - UInt8(ascii: "0") : d - UInt8(ascii: "a") + 10 }
-    return stride(from: 0, to: 64, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
-  }
-
-  private static func isHexDigit(_ byte: UInt8) -> Bool {
-    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
   }
 
   /// `type/subtype` of token characters, at most 127 bytes.

@@ -58,7 +58,8 @@ enum TransferBench: ParsableCommand {
     let size = Int64(info.st_size)
     // The file's SHA-256 is known before a transfer (the media store names files by it).
     guard
-      let digest = options.sha256.map({ Array(Data(hex: $0)) }) ?? SHA256.digest(ofFile: options.file, length: size),
+      let digest = options.sha256.map({ SHA256.bytes(hex: $0.lowercased()) ?? [] })
+        ?? SHA256.digest(ofFile: options.file, length: size),
       digest.count == 32
     else { throw ValidationError("\(options.file): cannot read it, or --sha256 is not 64 hex digits") }
     let started = wallClock()
@@ -97,19 +98,5 @@ enum TransferBench: ParsableCommand {
       "cpuSeconds": .double(cpuSeconds() - startedCPU), "maxRSSKiB": .int(Int64(usage.ru_maxrss)),
     ])
     if let out = options.out { try writeJSON(result, to: out) } else { print(result.render(pretty: false)) }
-  }
-}
-
-extension Data {
-  /// Bytes from hex digits (an odd or non-hex text gives fewer bytes).
-  init(hex: String) {
-    var bytes: [UInt8] = []
-    var iterator = hex.utf8.makeIterator()
-    while let high = iterator.next(), let low = iterator.next() {
-      guard let h = Int(String(UnicodeScalar(high)), radix: 16), let l = Int(String(UnicodeScalar(low)), radix: 16)
-      else { break }
-      bytes.append(UInt8(h << 4 | l))
-    }
-    self.init(bytes)
   }
 }

@@ -152,7 +152,10 @@ enum RelayQuery {
     FROM RelayAttachments a JOIN RelayMedia m ON m.id = a.media_id WHERE a.message_id = ? ORDER BY a.position
     """
   static let dropAttachments = "DELETE FROM RelayAttachments WHERE message_id = ?"
-  static let expiredUploads = "SELECT id FROM RelayUploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
+  static let expiredUploads = """
+    SELECT id, user_id, device_id, length, mime, sha256, created_at, expires_at, media_id FROM RelayUploads
+    WHERE expires_at <= ? ORDER BY expires_at LIMIT ?
+    """
   /// Media no upload names (the sweep's: it scans RelayMedia).
   static let unreferencedMedia = """
     SELECT id, sha256, size, mime, uploaded_by, created_at FROM RelayMedia m

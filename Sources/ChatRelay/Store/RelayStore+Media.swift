@@ -45,11 +45,7 @@ extension RelayStore {
   /// Upload `id`, or nil.
   public func upload(id: String) throws -> RelayUpload? {
     try reading("read upload \(id) from") { db in
-      try db.query(RelayQuery.uploadByID, [id]) { row in
-        RelayUpload(
-          id: row.string(0), userId: row.int64(1), deviceId: row.int64(2), length: row.int64(3), mime: row.string(4),
-          sha256: Self.bytes(row, 5), createdAt: row.int64(6), expiresAt: row.int64(7), mediaId: row.optionalInt64(8))
-      }.first
+      try db.query(RelayQuery.uploadByID, [id], Self.upload).first
     }
   }
 
@@ -121,13 +117,8 @@ extension RelayStore {
     }
     return try posted.enumerated().map { index, attachment in
       let field = "attachments[\(index)]"
-      guard
-        let media = try db.query(
-          RelayQuery.mediaByID, [attachment.mediaId],
-          { row in
-            (mime: row.string(3), size: row.int64(2), sha256: Self.bytes(row, 1))
-          }
-        ).first, try Self.mayFetch(user: sender, media: attachment.mediaId, db)
+      guard let media = try db.query(RelayQuery.mediaByID, [attachment.mediaId], Self.mediaItem).first,
+        try Self.mayFetch(user: sender, media: attachment.mediaId, db)
       else {
         throw StoreError(.notFound, "\(field).mediaId \(attachment.mediaId) is no media of this user", path: path)
       }
@@ -162,9 +153,8 @@ extension RelayStore {
 
   /// Uploads whose time is up (`expires_at` at or before `now`), oldest first.
   public func expiredUploads(now: Int64, limit: Int = 1_000) throws -> [RelayUpload] {
-    try reading("read expired uploads from") { db in
-      try db.query(RelayQuery.expiredUploads, [now, limit]) { row in row.string(0) }
-    }.compactMap { try upload(id: $0) }
+    try reading("read expired uploads from") { db in try db.query(RelayQuery.expiredUploads, [now, limit], Self.upload)
+    }
   }
 
   /// Media no upload names any more (each one's uploads expired or were deleted):
@@ -175,6 +165,13 @@ extension RelayStore {
       for item in gone { try db.execute(RelayQuery.dropMedia, [item.id]) }
       return gone
     }
+  }
+
+  /// Reads `RelayQuery.uploadByID` and `.expiredUploads` rows.
+  private static func upload(_ row: Row) -> RelayUpload {
+    RelayUpload(
+      id: row.string(0), userId: row.int64(1), deviceId: row.int64(2), length: row.int64(3), mime: row.string(4),
+      sha256: bytes(row, 5), createdAt: row.int64(6), expiresAt: row.int64(7), mediaId: row.optionalInt64(8))
   }
 
   /// Reads `RelayQuery.mediaByID` and `.unreferencedMedia` rows.

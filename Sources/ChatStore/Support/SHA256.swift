@@ -36,6 +36,27 @@ public enum SHA256 {
     return String(decoding: text, as: UTF8.self)
   }
 
+  /// Lowercase hex digits (as ``hex(digest:)`` writes them) as bytes; nil for an odd
+  /// count or any other character.
+  public static func bytes(hex: String) -> [UInt8]? {
+    func value(_ d: UInt8) -> UInt8? {
+      switch d {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): d - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): d - UInt8(ascii: "a") + 10
+      default: nil
+      }
+    }
+    let digits = Array(hex.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count / 2)
+    for index in stride(from: 0, to: digits.count, by: 2) {
+      guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+      bytes.append(high << 4 | low)
+    }
+    return bytes
+  }
+
   /// The digest of `length` bytes of a file from `offset`, read in pieces (memory
   /// stays flat); nil when the file cannot be read that far.
   public static func digest(ofFile path: String, offset: Int64 = 0, length: Int64) -> [UInt8]? {
