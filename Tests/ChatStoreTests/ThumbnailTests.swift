@@ -1,10 +1,11 @@
 import ChatStore
 import Foundation
+import TestSupport
 import Testing
 
 /// Thumbnails by libvips (loaded on first use): the image's size, a JPEG within the
 /// box and the byte limit, and a clear refusal of what is not an image.
-@Suite struct ThumbnailTests {
+@Suite(.ownThreads) struct ThumbnailTests {
   /// A `width` x `height` binary PPM (P6) of noisy colours, which no encoder squeezes
   /// much: the byte limit has to be met by the quality and box steps.
   static func ppm(width: Int, height: Int) -> [UInt8] {
