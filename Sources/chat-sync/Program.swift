@@ -10,7 +10,7 @@ enum ChatSyncProgram {
       (mode 0600), never an argument. The protocol is docs/protocol.md.
       """,
     subcommands: [
-      Command(RunCommand.self), Command(SendCommand.self), Command(EditCommand.self),
+      Command(RunCommand.self), Command(SendCommand.self), Command(FetchCommand.self), Command(EditCommand.self),
       Command(ConversationsCommand.self),
       Command(HistoryCommand.self),
       Command(ReadCommand.self), Command(RetryCommand.self), Command(DeleteCommand.self), Command(TypingCommand.self),

@@ -30,6 +30,8 @@ enum RunCommand: ParsableCommand {
     var deadline: Int
     var maxAttempts: Int
     var maxAgeHours: Int
+    var autoDownloadMax: Int64
+    var autoDownloadKinds: Set<MediaKind>
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
       relay = RelayAccess(&o)
@@ -50,6 +52,20 @@ enum RunCommand: ParsableCommand {
           "--max-age", valueName: "hours",
           help: "A message older than this whose send fails fails for good (default \(Int(defaults.maxAge / 3_600))).",
           parse: Parse.count(from: 1, to: 87_600)) ?? Int(defaults.maxAge / 3_600)
+      autoDownloadMax =
+        o.option(
+          "--auto-download-max", valueName: "size",
+          help:
+            "Download received media up to this size at once, like 5MiB (default \(ByteCount.format(defaults.autoDownloadMax)); 0: none). Others wait for 'chat-sync fetch'.",
+          parse: ByteCount.parse) ?? defaults.autoDownloadMax
+      autoDownloadKinds =
+        o.option(
+          "--auto-download-kinds", valueName: "list",
+          help: "Which kinds are downloaded at once: image, video, audio, file, comma-separated (default image).",
+          parse: { text in
+            let kinds = text.split(separator: ",").map { MediaKind(rawValue: String($0)) }
+            return kinds.contains(nil) || kinds.isEmpty ? nil : Set(kinds.compactMap { $0 })
+          }) ?? defaults.autoDownloadKinds
     }
     func validate() throws {
       try file.validate()
@@ -88,6 +104,8 @@ enum RunCommand: ParsableCommand {
     engineOptions.log = logLine
     engineOptions.maxAttempts = options.maxAttempts
     engineOptions.maxAge = Double(options.maxAgeHours) * 3_600
+    engineOptions.autoDownloadMax = options.autoDownloadMax
+    engineOptions.autoDownloadKinds = options.autoDownloadKinds
     let engine = SyncEngine(repository: repository, http: http, socket: socket, options: engineOptions)
     listener?.engine = engine
     defer { listener?.close() }

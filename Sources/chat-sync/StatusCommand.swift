@@ -35,6 +35,17 @@ enum StatusCommand: ParsableCommand {
       "cursor:    message \(cursor.messages), update \(cursor.updates)",
       "outbox:    \(outbox)",
     ]
+    let media = try repository.mediaSummary()
+    if media.uploads + media.downloads.count + media.localFiles > 0 {
+      lines.append(
+        "media:     \(media.localFiles) file(s) here (\(ByteCount.format(media.localBytes))), "
+          + "\(media.uploads) to upload (\(ByteCount.format(media.uploadBytes))), \(media.downloads.count) downloading")
+    }
+    for download in media.downloads {
+      lines.append(
+        "  download \(download.sha256.prefix(12)): \(ByteCount.format(download.received)) of \(ByteCount.format(download.size))"
+      )
+    }
     let changes = try repository.messageChanges()
     if !changes.isEmpty {
       let refused = changes.filter { $0.nextAttemptAt == nil }.count
@@ -78,7 +89,11 @@ enum StatusCommand: ParsableCommand {
           .init(
             requestId: $0.requestID, messageId: $0.messageID, kind: $0.kind.rawValue, status: $0.status.rawValue,
             reason: $0.failReason, permanent: $0.nextAttemptAt == nil, failCount: $0.failCount)
-        }),
+        },
+        media: .init(
+          localFiles: media.localFiles, localBytes: media.localBytes, uploads: media.uploads,
+          uploadBytes: media.uploadBytes,
+          downloads: media.downloads.map { .init(sha256: $0.sha256, size: $0.size, received: $0.received) })),
       text: lines.joined(separator: "\n"))
   }
 
@@ -118,6 +133,22 @@ enum StatusCommand: ParsableCommand {
     var outbox: Outbox
     /// Edits and deletes for everyone waiting to be sent, or failed (`permanent`: for good).
     var changes: [Change]
+    /// Media files here, files of queued messages not uploaded yet, downloads under way.
+    var media: Media
+
+    struct Media: Encodable {
+      var localFiles: Int
+      var localBytes: Int64
+      var uploads: Int
+      var uploadBytes: Int64
+      var downloads: [Download]
+    }
+    struct Download: Encodable {
+      var sha256: String
+      var size: Int64
+      /// Bytes in its partial file so far.
+      var received: Int64
+    }
 
     struct Change: Encodable {
       var requestId: Int64
@@ -141,7 +172,14 @@ enum StatusCommand: ParsableCommand {
             requestId: 31, messageId: 7_337_265_813_504_001, kind: "edit", status: "FAILED",
             reason: "HTTP 403 forbidden: message 7337265813504001 was sent 52 h ago; messages can be changed for 48 h",
             permanent: true, failCount: 1)
-        ])
+        ],
+        media: Media(
+          localFiles: 12, localBytes: 48_213_504, uploads: 1, uploadBytes: 2_481_337,
+          downloads: [
+            Download(
+              sha256: "5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", size: 31_457_280,
+              received: 8_388_608)
+          ]))
     }
   }
 }

@@ -245,6 +245,7 @@ extension ChatRepository {
     try db.execute("DELETE FROM MessageChanges WHERE message_id = ?", [messageID])
     guard let message = try message(messageID, db), message.deletedAt == nil else { return false }
     try db.execute("DELETE FROM MessageEdits WHERE message_id = ?", [messageID])
+    try db.execute(HotQuery.deleteMessageAttachments.sql, [messageID])
     try db.execute(
       "UPDATE Messages SET content = '', edited_at = NULL, deleted_at = ? WHERE id = ?", [deletedAt, messageID])
     return true
@@ -294,7 +295,8 @@ extension ChatRepository {
     return try database.write(body)
   }
 
-  /// Leaves no erased text in the file's bytes: merges the search indexes whole (so the
+  /// Leaves no erased text in the file's bytes (and no media of deleted messages in the
+  /// media folder, ``sweepMedia()``): merges the search indexes whole (so the
   /// deletion markers meet the entries they cancel, and the segments that held them are
   /// freed, zeroed by `secure_delete`), then checkpoints the WAL and truncates it (older
   /// frames still held the text). Returns false when a reader kept the checkpoint from
@@ -302,6 +304,8 @@ extension ChatRepository {
   /// a short transaction of its own, as eviction's are.
   @discardableResult
   public func eraseResidue() throws -> Bool {
+    // A deleted message's media goes too, unless another message or request has it.
+    try sweepMedia()
     try database.execute("PRAGMA secure_delete = ON")
     // RequestSearch too: a sent message's text was indexed while it waited in the outbox.
     for table in ["MessageSearch", "MessageSearchCJK", "RequestSearch"] {

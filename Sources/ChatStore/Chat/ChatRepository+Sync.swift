@@ -93,7 +93,12 @@ extension ChatRepository {
     defer { try? db.setTriggersEnabled(true) }
     if !requestIDs.isEmpty {
       let delete = try db.cachedStatement(HotQuery.deleteRequest.sql)
-      for id in requestIDs { try delete.execute([id]) }
+      // With triggers off, the request's attachments go here (the message has its own).
+      let attachments = try db.cachedStatement(HotQuery.deleteRequestAttachments)
+      for id in requestIDs {
+        try delete.execute([id])
+        try attachments.execute([id])
+      }
       for conversation in Set(messages.map { $0.conversationID(owner: ownerID) }) {
         summaries.changed(conversation: conversation)
       }

@@ -80,8 +80,10 @@ public final class ChatRepository {
 
   /// Stores a new message to send (PENDING, due now) with a request id never used
   /// before in this file. It shows at once in the timeline and the conversation list.
+  /// `attachments` are files added to ``mediaFolder`` already: the outbox uploads them
+  /// before it posts the message.
   @discardableResult
-  public func send(to recipient: Int64, content: String) throws -> MessageRequest {
+  public func send(to recipient: Int64, content: String, attachments: [Attachment] = []) throws -> MessageRequest {
     guard recipient != ownerID else {
       throw StoreError(.badInput, "user \(ownerID) cannot send a message to themselves", path: database.path)
     }
@@ -96,6 +98,12 @@ public final class ChatRepository {
         lastModifiedAt: at, failCount: 0, nextAttemptAt: at)
       do {
         try db.execute(HotQuery.insertRequest.sql, [requestID, recipient, content, at])
+        // Its media, whose files are in the media folder already (`MediaFolder.add`).
+        let media = try Self.storeMedia(attachments, state: .local, at: at, db)
+        let insert = try db.cachedStatement(HotQuery.insertRequestAttachment)
+        for (position, (attachment, id)) in zip(attachments, media).enumerated() {
+          try insert.execute([requestID, position, id, attachment.thumbnail])
+        }
       } catch let error as SQLiteError where error.extendedCode == SQLiteError.ResultCode.constraintForeignKey {
         throw StoreError(.badInput, "user \(recipient) is not a contact in \(db.path)", path: db.path)
       }
@@ -294,6 +302,7 @@ public final class ChatRepository {
         message.createdAt, message.conversationID(owner: ownerID), message.requestID, message.version,
         message.editedAt, message.deletedAt,
       ])
+    try storeAttachments(of: message, db)
     for earlier in message.history {
       try db.execute(
         HotQuery.storeEarlierVersion.sql, [message.id, earlier.version, earlier.content, earlier.editedAt])

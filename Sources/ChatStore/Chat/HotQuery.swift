@@ -492,7 +492,7 @@ public struct HotQuery: Sendable, Hashable {
       conversationRangeBytes, messagesFromID, oldestMessage, deleteConversationChunk, chunkEnd, deleteBoundedRange,
       deleteIDRange, unreadInIDRange, summariesWithNewestInIDRange, messageCreatedAt,
     ] + MessageStatus.allCases.dropFirst().map(statusUpTo) + MessageStatus.allCases.dropFirst().map(statusOfMessage)
-    + search + sync
+    + search + sync + media
 }
 
 // MARK: - Plans

@@ -87,11 +87,14 @@ public struct Message: Hashable, Sendable {
   /// Versions its text replaced that come with it (a catch-up page gives an edited
   /// message's): stored in `MessageEdits` when it is stored. Not read back with it.
   public var history: [MessageVersion]
+  /// Its media, in order (``Attachment``): stored in `Media` and `Attachments` with it.
+  /// Not read back with it (``ChatRepository/attachments(ofMessage:)`` reads them).
+  public var attachments: [Attachment]
 
   public init(
     id: Int64, fromUserID: Int64, toUserID: Int64, content: String, status: MessageStatus = .synced,
     createdAt: String, requestID: Int64? = nil, version: Int64 = 0, editedAt: String? = nil, deletedAt: String? = nil,
-    history: [MessageVersion] = []
+    history: [MessageVersion] = [], attachments: [Attachment] = []
   ) {
     self.id = id
     self.fromUserID = fromUserID
@@ -104,6 +107,7 @@ public struct Message: Hashable, Sendable {
     self.editedAt = editedAt
     self.deletedAt = deletedAt
     self.history = history
+    self.attachments = attachments
   }
 
   /// The conversation this message belongs to, for the file of `owner`: the other user.

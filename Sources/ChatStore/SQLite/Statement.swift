@@ -225,6 +225,13 @@ public struct Row {
     let value = sqlite3_column_int64(handle, index)
     return value == 0 && isNull(index) ? nil : value
   }
+  /// Column `index` as optional bytes (a blob; text reads as its UTF-8).
+  public func optionalBlob(_ index: Int32) -> [UInt8]? {
+    if isNull(index) { return nil }
+    let n = Int(sqlite3_column_bytes(handle, index))
+    guard n > 0, let p = sqlite3_column_blob(handle, index) else { return [] }
+    return Array(UnsafeRawBufferPointer(start: p, count: n))
+  }
   /// Column `index` as raw UTF-8 bytes, valid until the next step (no copy).
   public func withUTF8<R>(_ index: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     let p = sqlite3_column_text(handle, index)

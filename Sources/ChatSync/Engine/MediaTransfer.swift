@@ -37,6 +37,8 @@ public struct MediaTransfer: Sendable {
   public struct Failure: Error, CustomStringConvertible, Sendable {
     public var description: String
     public var retryable: Bool
+    /// No connection could be made: nothing reached the relay (a device offline).
+    public var neverConnected = false
   }
 
   static let tus = ("Tus-Resumable", "1.0.0")
@@ -133,8 +135,18 @@ public struct MediaTransfer: Sendable {
       throw Failure(description: "\(partial): cannot write it (\(String(cString: strerror(errno))))", retryable: false)
     }
     defer { close(descriptor) }
+    // One download of a file at a time, whichever process (`run` and `fetch` may meet).
+    guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+      throw Failure(description: "\(path): another process is downloading it", retryable: true)
+    }
     var info = stat()
     fstat(descriptor, &info)
+    var done = stat()
+    if stat(path, &done) == 0 {
+      // Another process finished it while this one opened the partial file.
+      if done.st_ino != info.st_ino { unlink(partial) }
+      return
+    }
     var offset = min(Int64(info.st_size), size)
     // Hashed as it arrives; a resumed download hashes what it already has first.
     let hasher = SHA256.Hasher()
@@ -196,6 +208,8 @@ public struct MediaTransfer: Sendable {
   private func call(_ request: HTTPCall) async throws(Failure) -> HTTPReply {
     do {
       return try await http.send(request)
+    } catch let error as TransportError where error.neverConnected {
+      throw Failure(description: "\(error)", retryable: true, neverConnected: true)
     } catch {
       throw Failure(description: "\(error)", retryable: true)
     }

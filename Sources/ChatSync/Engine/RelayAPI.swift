@@ -25,8 +25,9 @@ struct RelayAPI: Sendable {
     case outOfOrder(String)
   }
 
-  func post(_ request: MessageRequest, timeout: Double) async -> PostOutcome {
-    let body = Self.post(request)
+  func post(_ request: MessageRequest, attachments: [AttachmentPost]? = nil, timeout: Double) async -> PostOutcome {
+    var body = Self.post(request)
+    body.attachments = attachments
     let reply: HTTPReply
     do {
       reply = try await http.send(
@@ -323,7 +324,8 @@ extension RelayMessage {
       id: messageId, fromUserID: fromUserId, toUserID: toUserId, content: content,
       status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId,
       version: version ?? 0, editedAt: editedAt, deletedAt: deletedAt,
-      history: (edits ?? []).map { MessageVersion(version: $0.version, content: $0.content, editedAt: $0.editedAt) })
+      history: (edits ?? []).map { MessageVersion(version: $0.version, content: $0.content, editedAt: $0.editedAt) },
+      attachments: (attachments ?? []).map(\.model))
   }
 
   /// The message as `device`'s file stores it: the request id only if that device sent it
@@ -332,6 +334,15 @@ extension RelayMessage {
     var message = model
     if device == nil || fromDeviceId != device { message.requestID = nil }
     return message
+  }
+}
+
+extension RelayAttachment {
+  /// The attachment as `ChatRepository` stores it (a thumbnail that is not base64 is left out).
+  var model: Attachment {
+    Attachment(
+      sha256: sha256, mime: mime, size: size, relayID: mediaId, width: width, height: height, durationMs: durationMs,
+      thumbnail: thumbnail.flatMap { Data(base64Encoded: $0) }.map { Array($0) })
   }
 }
 

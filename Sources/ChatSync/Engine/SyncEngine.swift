@@ -52,6 +52,12 @@ public actor SyncEngine {
     /// vacuum`, `import`, `index apply` on a large file) holds its write lock past the
     /// connection's `busy_timeout`, in seconds.
     public var busyPatience: Double = 300
+    /// Received media of these kinds, up to this many bytes, are downloaded at once
+    /// (`run --auto-download-max`); others wait for `chat-sync fetch`. 0 downloads none.
+    public var autoDownloadMax: Int64 = 5 << 20
+    public var autoDownloadKinds: Set<MediaKind> = [.image]
+    /// Bytes an upload's `PATCH` or a download's ranged `GET` carries.
+    public var mediaChunkSize = 4 << 20
     /// Where log lines go (one per connection change, send and receipt). The lines of
     /// one batch (the messages of one answer or one run of events) come in one call,
     /// separated by newlines, so a process can write them with one system call.
@@ -93,12 +99,18 @@ public actor SyncEngine {
   private var inFlight: [Int64: Task<Void, Never>] = [:]
   /// The edit or delete for everyone being sent (one at a time, oldest first).
   private var changeInFlight: Task<Void, Never>?
-  private let doorbell = Doorbell()
+  let doorbell = Doorbell()
   /// Cuts a reconnect's backoff short: the user did something (`send`, `read` from
   /// another process) or a POST just got through, so the relay is worth trying now.
   private let reconnectBell = Doorbell()
-  private var stopping = false
-  private var halted: String?
+  private(set) var stopping = false
+  private(set) var halted: String?
+  /// The download being made (one at a time, oldest wanted first).
+  var downloadInFlight: Task<Void, Never>?
+  /// When the next download may start after one failed, and how many failed in a row.
+  var downloadRetry: (at: ContinuousClock.Instant, failures: Int)?
+  /// Media whose download failed for good in this run (tried again at the next one).
+  var downloadsGivenUp: Set<String> = []
   /// Ids acknowledged on the current socket and not yet confirmed.
   private var acksInFlight: Set<Int64> = []
   private var acksQueued: [Int64] = []
@@ -148,9 +160,9 @@ public actor SyncEngine {
     self.options = options
   }
 
-  private func log(_ line: String) { options.log(line) }
+  func log(_ line: String) { options.log(line) }
   /// A batch's lines in one call (none: no call).
-  private func log(_ lines: [String]) { if !lines.isEmpty { options.log(lines.joined(separator: "\n")) } }
+  func log(_ lines: [String]) { if !lines.isEmpty { options.log(lines.joined(separator: "\n")) } }
 
   // MARK: - Running
 
@@ -228,6 +240,7 @@ public actor SyncEngine {
     socket?.close()
     for task in inFlight.values { task.cancel() }
     changeInFlight?.cancel()
+    downloadInFlight?.cancel()
     doorbell.ring()
     reconnectBell.ring()
   }
@@ -262,6 +275,7 @@ public actor SyncEngine {
   private func finish() async {
     for task in inFlight.values { await task.value }
     await changeInFlight?.value
+    await downloadInFlight?.value
     socketTask?.cancel()
     socket?.close()
     socket = nil
@@ -411,7 +425,6 @@ public actor SyncEngine {
             next += 1
           }
           try await store(messages.map { $0.model(onDevice: deviceID) }, previousIds: messages.map(\.previousId))
-          noteUnkeptAttachments(messages)
           queueAcks(Array(Set(messages.filter { $0.fromUserId != owner }.map(\.messageId))).sorted())
         } else if events[next].statusUpdate != nil {
           var updates: [(StatusUpdate, MessageStatus?)] = []
@@ -563,17 +576,6 @@ public actor SyncEngine {
 
   // MARK: - Receiving
 
-  /// Media a message carries are not kept by this version (the file has no place for
-  /// them yet, issue 30): said in the log rather than dropped silently.
-  private func noteUnkeptAttachments(_ messages: [RelayMessage]) {
-    log(
-      messages.compactMap { message in
-        guard let attachments = message.attachments, !attachments.isEmpty else { return nil }
-        return
-          "message \(message.messageId): \(attachments.count) attachment(s) not kept (\(attachments.map(\.mime).joined(separator: ", "))): this chat-sync does not store media yet"
-      })
-  }
-
   /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
   /// counting the ones already stored. `cursor` is where a catch-up page leaves the
   /// message cursor; `previousIds` the events' places in the log (see ``advance``).
@@ -598,6 +600,7 @@ public actor SyncEngine {
     }
     metrics.received += messages.count
     metrics.duplicatesDropped += messages.count - fresh.count
+    await wantDownloads(of: fresh)
     if let page = cursor {
       // A catch-up page: the file's cursor moved there; what was stored ahead may now follow it.
       messageCursor = max(messageCursor, page)
@@ -633,7 +636,6 @@ public actor SyncEngine {
         } : nil
       defer { next?.cancel() }
       try await store(page.messages.map { $0.model(onDevice: deviceID) }, cursor: page.cursor)
-      noteUnkeptAttachments(page.messages)
       let changes = page.updates.map { update in
         let status: MessageStatus? =
           switch update.type {
@@ -812,7 +814,7 @@ public actor SyncEngine {
   private func outboxLoop(untilIdle: Bool, deadline: ContinuousClock.Instant?) async {
     while !stopping {
       let wait = drainStep()
-      if untilIdle && inFlight.isEmpty && changeInFlight == nil {
+      if untilIdle && inFlight.isEmpty && changeInFlight == nil && downloadInFlight == nil {
         guard let wait else { return }
         if let deadline, ContinuousClock.now.advanced(by: .milliseconds(Int64(wait * 1000))) > deadline { return }
       }
@@ -844,6 +846,7 @@ public actor SyncEngine {
       }
     }
     if let wait = drainChanges() { next = min(next ?? .infinity, wait) }
+    if let wait = drainDownloads() { next = min(next ?? .infinity, wait) }
     return next
   }
 
@@ -971,12 +974,26 @@ public actor SyncEngine {
   private func launch(from start: MessageRequest, after: Int64?) async -> Flight? {
     var batch: [MessageRequest]
     var following: MessageRequest?
+    var attachments: [AttachmentPost]?
     do {
       // One more than a batch: the extra one, if due, starts the next batch.
       var due = options.batchSize > 1 ? try repository.dueRequests(after: start, limit: options.batchSize + 1) : [start]
       let fits = RelayAPI.batchPrefix(due.prefix(options.batchSize))
       if due.count > fits { following = due[fits] }
       due.removeLast(due.count - fits)
+      // A request with media goes alone, in a post of its own once its media is
+      // uploaded, never behind a batch in flight; a batch stops before it.
+      let withMedia = try repository.requestsWithAttachments(from: due[0].requestID, to: due[due.count - 1].requestID)
+      if withMedia.contains(start.requestID) {
+        guard after == nil else { return nil }
+        following = due.count > 1 ? due[1] : following
+        due = [start]
+        guard let uploaded = await uploadAttachments(of: start) else { return nil }
+        attachments = uploaded
+      } else if let cut = due.firstIndex(where: { withMedia.contains($0.requestID) }) {
+        following = due[cut]
+        due.removeLast(due.count - cut)
+      }
       // The durable timeout: if this process dies now the requests are due again after it.
       let marked = try await patiently { [due] in
         try repository.markSent(due.map(\.requestID), replyTimeout: options.replyTimeout + 5)
@@ -995,7 +1012,7 @@ public actor SyncEngine {
     let timeout = options.replyTimeout
     let answer = Task { [batch] in
       batch.count == 1 && after == nil
-        ? [await api.post(batch[0], timeout: timeout)]
+        ? [await api.post(batch[0], attachments: attachments, timeout: timeout)]
         : await api.post(batch: batch, after: after, timeout: timeout)
     }
     return Flight(batch: batch, answer: answer, following: following)
@@ -1081,7 +1098,7 @@ public actor SyncEngine {
   }
 
   /// Counts, logs and records one request's outcome (an accepted one is stored already).
-  private func settle(_ request: MessageRequest, _ outcome: RelayAPI.PostOutcome, retryAt: Date?) async {
+  func settle(_ request: MessageRequest, _ outcome: RelayAPI.PostOutcome, retryAt: Date?) async {
     var outcome = outcome
     // Not connecting at all is retried like any failure, but counts toward the age only.
     let reachedRelay: Bool

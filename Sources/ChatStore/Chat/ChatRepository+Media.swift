@@ -1,0 +1,191 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Media (migration 0009; docs/data-layer.md, "Media"): the attachments of messages and
+/// outbox requests, the media folder's files, and the uploads and downloads under way.
+extension ChatRepository {
+  /// The folder of this file's media (`chats-<id>.media/`).
+  public var mediaFolder: MediaFolder { MediaFolder(database: database.path) }
+
+  /// Stores `attachments` as media rows (by SHA-256, in `state`) in the caller's
+  /// transaction; their row ids, in order.
+  static func storeMedia(_ attachments: [Attachment], state: MediaState, at: String, _ db: Database) throws
+    -> [Int64]
+  {
+    let upsert = try db.cachedStatement(HotQuery.upsertMedia)
+    return try attachments.map { attachment in
+      guard
+        let id = try upsert.first(
+          [
+            attachment.sha256, attachment.size, attachment.mime, state.rawValue, attachment.relayID,
+            attachment.width, attachment.height, attachment.durationMs, at,
+          ], { $0.int64(0) })
+      else { throw StoreError(.internalError, "\(db.path): media \(attachment.sha256) was not stored", path: db.path) }
+      return id
+    }
+  }
+
+  /// Stores a message's attachments (media rows as `remote` unless the file is here) in
+  /// the caller's transaction; nothing for a tombstone.
+  func storeAttachments(of message: Message, _ db: Database) throws {
+    guard !message.attachments.isEmpty, message.deletedAt == nil else { return }
+    let ids = try Self.storeMedia(message.attachments, state: .remote, at: message.createdAt, db)
+    let insert = try db.cachedStatement(HotQuery.insertAttachment.sql)
+    for (position, (attachment, id)) in zip(message.attachments, ids).enumerated() {
+      try insert.execute([message.id, position, id, attachment.thumbnail])
+    }
+  }
+
+  /// A message's attachments, in order, with where each one's bytes are.
+  public func attachments(ofMessage id: Int64) throws -> [Attachment] {
+    try database.cachedStatement(HotQuery.messageAttachments.sql).map([id]) { HotQuery.attachment($0).attachment }
+  }
+
+  /// An outbox request's attachments, in order, each with its media row id.
+  public func attachments(ofRequest id: Int64) throws -> [(attachment: Attachment, mediaID: Int64)] {
+    try database.cachedStatement(HotQuery.requestAttachments.sql).map([id], HotQuery.attachment)
+  }
+
+  /// The requests from `low` to `high` (request ids) that carry attachments.
+  public func requestsWithAttachments(from low: Int64, to high: Int64) throws -> Set<Int64> {
+    Set(try database.cachedStatement(HotQuery.requestsWithAttachments.sql).map([low, high]) { $0.int64(0) })
+  }
+
+  /// Keeps the URL of a media's upload (nil: forget it, it expired), so an upload
+  /// stopped by a kill resumes where the relay's offset says.
+  public func recordUpload(ofMedia id: Int64, url: String?) throws {
+    try database.write { db in try db.execute(HotQuery.recordUpload.sql, [id, url, Int64?.none]) }
+  }
+
+  /// A media's upload is done: the relay's id for it.
+  public func recordUploaded(media id: Int64, relayID: Int64) throws {
+    try database.write { db in try db.execute(HotQuery.recordUpload.sql, [id, String?.none, relayID]) }
+  }
+
+  /// Moves a media to `state` (and its last access to now).
+  public func setState(ofMedia sha256: String, _ state: MediaState) throws { try setStates([sha256], state) }
+
+  /// Moves media to `state` (and their last access to now), in one transaction.
+  public func setStates(_ sha256s: [String], _ state: MediaState) throws {
+    let at = timestamp
+    try database.write { db in
+      let update = try db.cachedStatement(HotQuery.setMediaState.sql)
+      for sha256 in sha256s { try update.execute([sha256, state.rawValue, at]) }
+    }
+  }
+
+  /// Downloads under way (`partial`), oldest first: what a run resumes.
+  public func partialMedia(limit: Int = 100) throws -> [Attachment] {
+    try database.cachedStatement(HotQuery.partialMedia.sql).map([limit]) { HotQuery.attachment($0).attachment }
+  }
+
+  /// Deletes the media rows no attachment names any more, then their files: the count
+  /// and the bytes freed. A file a crash leaves between the two is an orphan that
+  /// `chatdb check` reports and `chatdb vacuum` removes.
+  @discardableResult
+  public func sweepMedia() throws -> (count: Int, bytes: Int64) {
+    let swept = try database.write { db in
+      try db.query(HotQuery.sweepMedia.sql, []) { $0.string(0) }
+    }
+    let folder = mediaFolder
+    return (swept.count, swept.reduce(0) { $0 + folder.remove($1) })
+  }
+}
+
+extension ChatRepository {
+  /// The URL of a media's upload under way, if any.
+  public func uploadURL(ofMedia id: Int64) throws -> String? {
+    try database.cachedStatement("SELECT upload_url FROM Media WHERE id = ?1").first([id]) { $0.optionalString(0) }
+      ?? nil
+  }
+
+  /// Marks media only on the relay (`remote`) as wanted here (`partial`): a running
+  /// `chat-sync run` downloads them. The count marked.
+  @discardableResult
+  public func want(_ sha256s: [String]) throws -> Int {
+    guard !sha256s.isEmpty else { return 0 }
+    let at = timestamp
+    return try database.write { db in
+      let mark = try db.cachedStatement(
+        "UPDATE Media SET state = 'partial', last_accessed_at = max(last_accessed_at, ?2) WHERE sha256 = ?1 AND state = 'remote'"
+      )
+      var marked = 0
+      for sha256 in sha256s {
+        try mark.execute([sha256, at])
+        marked += db.changes
+      }
+      return marked
+    }
+  }
+}
+
+extension ChatRepository {
+  /// Copies a file into the media folder, for ``send(to:content:attachments:)``: the
+  /// attachment, with a thumbnail and its pixels when it is an image libvips reads
+  /// (`mime`: its type; guessed from the file name when nil).
+  public func addMedia(copying path: String, mime: String? = nil) throws -> Attachment {
+    let added = try mediaFolder.add(copying: path)
+    let type = mime ?? Attachment.mime(forFileName: path)
+    var attachment = Attachment(sha256: added.sha256, mime: type, size: added.size, state: .local)
+    if attachment.kind == .image, let thumbnail = try? Thumbnail(of: mediaFolder.file(added.sha256)) {
+      attachment.thumbnail = thumbnail.jpeg
+      attachment.width = thumbnail.width
+      attachment.height = thumbnail.height
+    }
+    return attachment
+  }
+}
+
+extension ChatRepository {
+  /// Removes the files of attachments that no media row names (added, then not queued).
+  public func discardUnstored(_ attachments: [Attachment]) {
+    for attachment in attachments {
+      let known = try? database.int64("SELECT 1 FROM Media WHERE sha256 = ?", [attachment.sha256])
+      if known == nil { mediaFolder.remove(attachment.sha256) }
+    }
+  }
+}
+
+/// What `chat-sync status` shows of media: uploads waiting, downloads under way (with
+/// the bytes their partial files hold) and the files here.
+public struct MediaSummary: Sendable, Equatable {
+  /// Files of queued messages the relay does not have yet, and their bytes.
+  public var uploads: Int
+  public var uploadBytes: Int64
+  /// Downloads under way: each media and the bytes of it here so far.
+  public var downloads: [(sha256: String, size: Int64, received: Int64)]
+  /// Media whose file is here, and their bytes.
+  public var localFiles: Int
+  public var localBytes: Int64
+
+  public static func == (a: MediaSummary, b: MediaSummary) -> Bool {
+    a.uploads == b.uploads && a.uploadBytes == b.uploadBytes && a.localFiles == b.localFiles
+      && a.localBytes == b.localBytes && a.downloads.map(\.sha256) == b.downloads.map(\.sha256)
+  }
+}
+
+extension ChatRepository {
+  /// The media figures of ``MediaSummary``.
+  public func mediaSummary() throws -> MediaSummary {
+    let folder = mediaFolder
+    return try database.read { db in
+      let uploads = try db.query(
+        """
+        SELECT count(*), coalesce(sum(size), 0) FROM Media
+        WHERE relay_id IS NULL AND id IN (SELECT media_id FROM RequestAttachments)
+        """, []
+      ) { ($0.int(0), $0.int64(1)) }[0]
+      let local = try db.query("SELECT count(*), coalesce(sum(size), 0) FROM Media WHERE state = 'local'", []) {
+        ($0.int(0), $0.int64(1))
+      }[0]
+      let downloads = try db.query(HotQuery.partialMedia.sql, [100]) { HotQuery.attachment($0).attachment }.map {
+        ($0.sha256, $0.size, FileSystem.size(atPath: folder.partial($0.sha256)) ?? 0)
+      }
+      return MediaSummary(
+        uploads: uploads.0, uploadBytes: uploads.1, downloads: downloads, localFiles: local.0, localBytes: local.1)
+    }
+  }
+}
