@@ -57,11 +57,6 @@ enum SendCommand: ParsableCommand {
       guard attach.count <= RelayAttachment.maximumCount else {
         throw ValidationError("At most \(RelayAttachment.maximumCount) files go with one message; --attach has \(attach.count)")
       }
-      for path in attach {
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw ValidationError("--attach \(path): no such file") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw ValidationError("--attach \(path): not a regular file") }
-      }
     }
   }
 

@@ -175,6 +175,43 @@ enum Fixture {
         ]
       ),
       (
+        "Media",
+        [
+          [
+            "id": .integer(1), "sha256": .text(String(repeating: "ab", count: 32)), "size": .integer(2_481_337),
+            "mime": .text("image/jpeg"), "state": .text("local"), "relay_id": .null,
+            "upload_url": .text("/v2/uploads/0123456789abcdef"), "width": .integer(4000), "height": .integer(3000),
+            "duration_ms": .null, "created_at": .text("2024-01-05T00:00:00Z"),
+            "last_accessed_at": .text("2024-01-05T00:00:00Z"),
+          ],
+          [
+            "id": .integer(2), "sha256": .text(String(repeating: "0f", count: 32)), "size": .integer(0),
+            "mime": .text("audio/ogg"), "state": .text("remote"), "relay_id": .integer(77), "upload_url": .null,
+            "width": .null, "height": .null, "duration_ms": .integer(61_000),
+            "created_at": .text("2024-01-01T10:01:00Z"), "last_accessed_at": .text("2024-01-01T10:01:00Z"),
+          ],
+        ]
+      ),
+      (
+        "Attachments",
+        [
+          ["message_id": .integer(2), "position": .integer(0), "media_id": .integer(2), "thumbnail": .null],
+          [
+            "message_id": .integer(2), "position": .integer(1), "media_id": .integer(1),
+            "thumbnail": .blob([0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]),
+          ],
+        ]
+      ),
+      (
+        "RequestAttachments",
+        [
+          [
+            "request_id": .integer(1), "position": .integer(0), "media_id": .integer(1),
+            "thumbnail": .blob([0xFF, 0xD8, 0xFF, 0xD9]),
+          ]
+        ]
+      ),
+      (
         "StoreInfo",
         [
           // owner_user_id is written by migration 0002 itself.

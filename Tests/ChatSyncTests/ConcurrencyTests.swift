@@ -357,10 +357,12 @@ final class LogLines: @unchecked Sendable {
   var all: [String] { lock.withLock { lines } }
 }
 
-/// A message with media from a client that sends them: this version keeps its text and
-/// says in the log that its attachments were not kept, rather than dropping them silently.
-@Suite(.ownThreads) struct UnkeptAttachmentTests {
-  @Test func aMessageWithAttachmentsIsStoredAndItsAttachmentsAreNamedInTheLog() async throws {
+/// A message with media arrives: it is stored at once with its attachments and their
+/// thumbnails (thumbnail first), an image small enough is wanted for download, and an
+/// attachment the client cannot store (a malformed SHA-256) is left out rather than the
+/// message refused.
+@Suite(.ownThreads) struct ReceivedAttachmentTests {
+  @Test func aMessageIsStoredWithItsAttachmentsAndThumbnails() async throws {
     try await withDataFolder { folder in
       let repository = try ownerRepository(in: folder)
       try repository.upsert(User(id: 1, name: "Ada"))
@@ -369,12 +371,25 @@ final class LogLines: @unchecked Sendable {
       options.log = { lines.append($0) }
       let engine = SyncEngine(
         repository: repository, http: ScriptedRelay().transport, socket: connector(nil), options: options)
+      let photo = String(repeating: "ab", count: 32)
+      let video = String(repeating: "cd", count: 32)
+      let thumbnail = Data([0xFF, 0xD8, 0xFF, 0xD9]).base64EncodedString()
       await engine.handle(
-        #"{"type":"new_message","payload":{"attachments":[{"mediaId":4,"mime":"image/jpeg","sha256":"00","size":9}],"messageId":98,"fromUserId":2,"toUserId":1,"content":"","status":"SYNCED","createdAt":"2026-01-01T00:00:01.000Z"}}"#
+        #"{"type":"new_message","payload":{"attachments":[{"mediaId":4,"mime":"image/jpeg","sha256":"\#(photo)","size":9,"width":4000,"height":3000,"thumbnail":"\#(thumbnail)"},{"mediaId":5,"mime":"video/mp4","sha256":"\#(video)","size":90000000,"durationMs":61000}],"messageId":98,"fromUserId":2,"toUserId":1,"content":"","status":"SYNCED","createdAt":"2026-01-01T00:00:01.000Z"}}"#
       )
-      #expect(try ChatRepository.open(user: 1, in: folder).hasMessage(98), "\(lines.all)")
-      #expect(
-        lines.all.contains { $0.contains("message 98: 1 attachment(s) not kept (image/jpeg)") }, "\(lines.all)")
+      await engine.handle(
+        #"{"type":"new_message","payload":{"attachments":[{"mediaId":6,"mime":"image/jpeg","sha256":"00","size":9}],"messageId":99,"fromUserId":2,"toUserId":1,"content":"bad hash","status":"SYNCED","createdAt":"2026-01-01T00:00:02.000Z"}}"#
+      )
+      let file = try ChatRepository.open(user: 1, in: folder)
+      #expect(try file.hasMessage(98) && file.hasMessage(99), "\(lines.all)")
+      let attachments = try file.attachments(ofMessage: 98)
+      #expect(attachments.map(\.sha256) == [photo, video])
+      #expect(attachments.first?.thumbnail == [0xFF, 0xD8, 0xFF, 0xD9])
+      #expect(attachments.first?.width == 4000 && attachments.last?.durationMs == 61000)
+      // The photo is under the auto-download size; the video is neither an image nor small.
+      #expect(attachments.map(\.state) == [.partial, .remote])
+      #expect(try file.attachments(ofMessage: 99).isEmpty)
+      #expect(lines.all.contains { $0.contains("message 99: an attachment left out") }, "\(lines.all)")
     }
   }
 }

@@ -109,7 +109,7 @@ extension HotQuery {
       SELECT sha256, mime, size, relay_id, width, height, duration_ms, NULL, state, id FROM Media
       WHERE state = 'partial' ORDER BY id LIMIT ?1
       """,
-    sampleArguments: [.integer(100)], access: [.index("Media_partial")])
+    sampleArguments: [.integer(100)], access: [.indexOrder("Media_partial")])
 
   static let media: [HotQuery] = [
     insertAttachment, messageAttachments, requestAttachments, requestsWithAttachments, deleteMessageAttachments,

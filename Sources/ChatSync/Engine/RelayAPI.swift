@@ -325,7 +325,7 @@ extension RelayMessage {
       status: MessageStatus(rawValue: status) ?? .synced, createdAt: createdAt, requestID: requestId,
       version: version ?? 0, editedAt: editedAt, deletedAt: deletedAt,
       history: (edits ?? []).map { MessageVersion(version: $0.version, content: $0.content, editedAt: $0.editedAt) },
-      attachments: (attachments ?? []).map(\.model))
+      attachments: (attachments ?? []).compactMap(\.model))
   }
 
   /// The message as `device`'s file stores it: the request id only if that device sent it
@@ -338,9 +338,12 @@ extension RelayMessage {
 }
 
 extension RelayAttachment {
-  /// The attachment as `ChatRepository` stores it (a thumbnail that is not base64 is left out).
-  var model: Attachment {
-    Attachment(
+  /// The attachment as `ChatRepository` stores it (a thumbnail that is not base64 is
+  /// left out); nil when it cannot be stored (a SHA-256 that is not 64 lowercase hex
+  /// digits, a negative size): the message is kept without it.
+  var model: Attachment? {
+    guard MediaFolder.isMediaName(sha256), size >= 0 else { return nil }
+    return Attachment(
       sha256: sha256, mime: mime, size: size, relayID: mediaId, width: width, height: height, durationMs: durationMs,
       thumbnail: thumbnail.flatMap { Data(base64Encoded: $0) }.map { Array($0) })
   }

@@ -425,6 +425,7 @@ public actor SyncEngine {
             next += 1
           }
           try await store(messages.map { $0.model(onDevice: deviceID) }, previousIds: messages.map(\.previousId))
+          noteDroppedAttachments(messages)
           queueAcks(Array(Set(messages.filter { $0.fromUserId != owner }.map(\.messageId))).sorted())
         } else if events[next].statusUpdate != nil {
           var updates: [(StatusUpdate, MessageStatus?)] = []
@@ -576,6 +577,17 @@ public actor SyncEngine {
 
   // MARK: - Receiving
 
+  /// Attachments the file cannot store (``RelayAttachment/model``) are left out of their
+  /// message, which is kept: said in the log.
+  private func noteDroppedAttachments(_ messages: [RelayMessage]) {
+    log(
+      messages.compactMap { message in
+        let dropped = (message.attachments ?? []).filter { $0.model == nil }
+        guard !dropped.isEmpty else { return nil }
+        return "message \(message.messageId): an attachment left out (\(dropped.count) with a malformed sha256 or size)"
+      })
+  }
+
   /// Stores messages (fetching unknown senders' profiles first, in the same transaction),
   /// counting the ones already stored. `cursor` is where a catch-up page leaves the
   /// message cursor; `previousIds` the events' places in the log (see ``advance``).
@@ -636,6 +648,7 @@ public actor SyncEngine {
         } : nil
       defer { next?.cancel() }
       try await store(page.messages.map { $0.model(onDevice: deviceID) }, cursor: page.cursor)
+      noteDroppedAttachments(page.messages)
       let changes = page.updates.map { update in
         let status: MessageStatus? =
           switch update.type {
