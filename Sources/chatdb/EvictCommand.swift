@@ -18,8 +18,14 @@ enum EvictCommand: ParsableCommand {
     running again deletes more); --keep-last N protects the newest N \
     messages of every conversation from all of it; --edit-history-older-than purges the \
     older versions of edited messages made before now minus AGE (the messages keep \
-    their latest text; the purged text is zeroed in the file). Outbox requests and users \
-    are never touched. Deletes run in short transactions (aiming at \(Int(Evictor.Options().targetChunkMillis)) ms, stopped \
+    their latest text; the purged text is zeroed in the file). Media files (beside the \
+    file in chats-<id>.media/): --media-older-than removes those last accessed before \
+    now minus AGE, --media-larger-than those over SIZE, --media-max-size the least \
+    recently accessed until the rest fits; --media-only keeps the messages --older-than \
+    or --conversation select and removes their media's files instead. An evicted \
+    media keeps its message and thumbnail, and 'chat-sync fetch' downloads it again \
+    while the relay keeps it; deleting messages deletes the media no other message \
+    keeps. Outbox requests, their files, and users are never touched. Deletes run in short transactions (aiming at \(Int(Evictor.Options().targetChunkMillis)) ms, stopped \
     and redone smaller past \(Int(Evictor.Options().interruptAfterMillis)) ms) so chat-sync can keep \
     writing; an interrupted run leaves a consistent file and running it again finishes \
     the job. Freed pages go back to the file system (incremental vacuum, or one VACUUM \
@@ -33,6 +39,7 @@ enum EvictCommand: ParsableCommand {
     "chatdb evict --user 42 --older-than 1y --dry-run",
     "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
     "chatdb evict --all --older-than 90d --edit-history-older-than 30d --jobs 2",
+    "chatdb evict --user 42 --media-max-size 2GiB --media-older-than 90d --dry-run",
   ]
 
   struct Options: ParsableOptions {
@@ -71,6 +78,21 @@ enum EvictCommand: ParsableCommand {
         o.option(
           "--keep-last", valueName: "n", help: "Never leave a conversation with fewer than n messages.",
           parse: Parse.count) ?? 0
+      policy.mediaOlderThan = o.option(
+        "--media-older-than", valueName: "age",
+        help: "Remove the files of media last accessed before this age (12h, 90d, 6w, 1y); messages stay."
+      ) { text -> Int64? in
+        guard let age = EvictionPolicy.age(text) else { throw InvalidValue("expected an age like 12h, 90d, 6w or 1y") }
+        return age
+      }
+      policy.mediaMaxSize = o.option(
+        "--media-max-size", valueName: "size",
+        help: "Remove media files, least recently accessed first, until the rest fits (e.g. 2GiB).", parse: Parse.size)
+      policy.mediaLargerThan = o.option(
+        "--media-larger-than", valueName: "size", help: "Remove the files of media larger than this (e.g. 50MiB).",
+        parse: Parse.size)
+      policy.mediaOnly = o.flag(
+        "--media-only", help: "Keep the messages --older-than or --conversation select; remove their media's files.")
       policy.leastRecent = o.flag(
         "--least-recent", help: "With --max-size: delete whole conversations, least recently active first.")
       dryRun = o.flag(
@@ -91,8 +113,17 @@ enum EvictCommand: ParsableCommand {
       try store.validate()
       if policy.isEmpty {
         throw ValidationError(
-          "Missing a policy: '--older-than <age>', '--max-size <size>', '--conversation <id>' or '--edit-history-older-than <age>'"
+          "Missing a policy: '--older-than <age>', '--max-size <size>', '--conversation <id>', '--edit-history-older-than <age>' or a '--media-…' option"
         )
+      }
+      if policy.mediaOnly {
+        if policy.olderThan == nil && policy.conversations.isEmpty {
+          throw ValidationError("'--media-only' needs '--older-than <age>' or '--conversation <id>'")
+        }
+        if policy.maxSize != nil || policy.leastRecent || policy.keepLast > 0 {
+          throw ValidationError(
+            "'--media-only' goes with '--older-than' and '--conversation' only (for a size, use '--media-max-size')")
+        }
       }
       if policy.leastRecent && policy.maxSize == nil {
         throw ValidationError("'--least-recent' needs '--max-size <size>'")
@@ -188,8 +219,22 @@ enum EvictCommand: ParsableCommand {
       text +=
         "\nwould purge \(plan.editVersions.grouped) older versions of edited messages (\(ByteCount.format(plan.editBytes)) of text)"
     }
+    if let media = mediaPlanText(plan) { text += "\n" + media }
     if let note = plan.note { text += "\nNote: \(note)" }
     if let unknown = unknownText(plan) { text += "\nNote: \(unknown)" }
+    return text
+  }
+
+  static func mediaPlanText(_ plan: EvictionPlan) -> String? {
+    let media = plan.media
+    guard plan.policy.evictsMedia || plan.policy.mediaOnly || !media.sweep.isEmpty else { return nil }
+    var text =
+      "media: would remove \(media.evict.count.grouped) file(s), \(ByteCount.format(media.evictBytes)) "
+      + "(their messages and thumbnails stay), of \(media.localFiles.grouped) here (\(ByteCount.format(media.localBytes)))"
+    if !media.sweep.isEmpty {
+      text +=
+        "\nmedia: \(media.sweep.count.grouped) no message keeps after the deletes would go, \(ByteCount.format(media.sweepBytes))"
+    }
     return text
   }
 
@@ -208,6 +253,11 @@ enum EvictCommand: ParsableCommand {
     }
     if r.plan.policy.editHistoryOlderThan != nil {
       text += "\npurged \(r.purgedEditVersions.grouped) older versions of edited messages"
+    }
+    if r.plan.policy.evictsMedia || r.plan.policy.mediaOnly || r.sweptMedia > 0 {
+      text +=
+        "\nmedia: removed \(r.evictedMedia.grouped) file(s), \(ByteCount.format(r.evictedMediaBytes)); "
+        + "deleted \(r.sweptMedia.grouped) no message kept, \(ByteCount.format(r.sweptMediaBytes))"
     }
     if let note = r.note { text += "\nNote: \(note)" }
     if let unknown = unknownText(r.plan) { text += "\nNote: \(unknown)" }
@@ -260,6 +310,18 @@ enum EvictCommand: ParsableCommand {
       /// With --edit-history-older-than: the older versions that would go, and their text's bytes.
       var editVersions: Int64?
       var editBytes: Int64?
+      /// Media files that would be removed (`evict*`), media rows that would go with
+      /// their last message (`sweep*`), and the media files here now.
+      var media: Media
+    }
+
+    struct Media: Encodable {
+      var evictFiles: Int
+      var evictBytes: Int64
+      var sweepFiles: Int
+      var sweepBytes: Int64
+      var localFiles: Int
+      var localBytes: Int64
     }
 
     /// What was deleted, how long the write lock was held, and the sizes before and after.
@@ -291,6 +353,11 @@ enum EvictCommand: ParsableCommand {
       var conversations: [Conversation]
       /// With --edit-history-older-than: older versions purged (besides those that went with their message).
       var purgedEditVersions: Int64?
+      /// Media files removed (their messages kept) and media deleted with their last message.
+      var evictedMedia: Int
+      var evictedMediaBytes: Int64
+      var sweptMedia: Int
+      var sweptMediaBytes: Int64
     }
 
     static var example: Result {
@@ -304,7 +371,8 @@ enum EvictCommand: ParsableCommand {
             + "short (deleted rows leave partly filled pages); running the same command again plans from the "
             + "measured size",
           unknownConversations: [12], cutoff: "2026-06-01T00:00:00.000Z", seconds: 2.431,
-          conversations: [.init(id: 7, messages: 80_000), .init(id: 9, messages: 40_000)]))
+          conversations: [.init(id: 7, messages: 80_000), .init(id: 9, messages: 40_000)], evictedMedia: 310,
+          evictedMediaBytes: 912_261_120, sweptMedia: 42, sweptMediaBytes: 88_080_384))
     }
 
     static var otherExamples: [Result] {
@@ -317,7 +385,10 @@ enum EvictCommand: ParsableCommand {
             note: "sizes are estimates: the file has no dbstat table", unknownConversations: [12],
             conversations: [
               Plan.Conversation(id: 7, messages: 80_000, bytes: 65_710_080, lastId: 7_341_120_000_123)
-            ]))
+            ],
+            media: Media(
+              evictFiles: 310, evictBytes: 912_261_120, sweepFiles: 42, sweepBytes: 88_080_384, localFiles: 20_000,
+              localBytes: 10_737_418_240)))
       ]
     }
   }
@@ -334,7 +405,10 @@ extension EvictCommand.Result.Plan {
         Conversation(id: $0.id, messages: $0.messages, bytes: $0.bytes, lastId: $0.lastID)
       },
       editVersions: plan.policy.editHistoryOlderThan == nil ? nil : plan.editVersions,
-      editBytes: plan.policy.editHistoryOlderThan == nil ? nil : plan.editBytes)
+      editBytes: plan.policy.editHistoryOlderThan == nil ? nil : plan.editBytes,
+      media: EvictCommand.Result.Media(
+        evictFiles: plan.media.evict.count, evictBytes: plan.media.evictBytes, sweepFiles: plan.media.sweep.count,
+        sweepBytes: plan.media.sweepBytes, localFiles: plan.media.localFiles, localBytes: plan.media.localBytes))
   }
 }
 
@@ -351,6 +425,8 @@ extension EvictCommand.Result.Evicted {
       conversations: r.deletedByConversation.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
         Conversation(id: $0.key, messages: $0.value)
       },
-      purgedEditVersions: r.plan.policy.editHistoryOlderThan == nil ? nil : r.purgedEditVersions)
+      purgedEditVersions: r.plan.policy.editHistoryOlderThan == nil ? nil : r.purgedEditVersions,
+      evictedMedia: r.evictedMedia, evictedMediaBytes: r.evictedMediaBytes, sweptMedia: r.sweptMedia,
+      sweptMediaBytes: r.sweptMediaBytes)
   }
 }

@@ -54,6 +54,8 @@ public struct EvictionPlan: Sendable {
   /// text's bytes, that go (with their message, or alone).
   public var editVersions: Int64 = 0
   public var editBytes: Int64 = 0
+  /// Media files removed, and media rows that go with the messages.
+  public var media = MediaPlan()
 }
 
 /// Turns a policy into an `EvictionPlan` for one file.
@@ -111,6 +113,15 @@ public struct EvictionPlanner {
   /// The plan, with a known footprint.
   func plan(_ policy: EvictionPolicy, footprint: Footprint?) throws -> EvictionPlan {
     var plan = try planMessages(policy, footprint: footprint)
+    plan.media = try MediaPlanner(db: db).plan(policy, messages: plan)
+    if policy.mediaOnly {
+      // The messages stay: only their media's files go.
+      plan.conversations = []
+      plan.messages = 0
+      plan.bytes = plan.bytes == nil ? nil : 0
+      plan.expectedSize = plan.expectedSize == nil ? nil : plan.usedBytes
+      plan.uniformLastID = nil
+    }
     if let cutoff = policy.editHistoryCutoff {
       (plan.editVersions, plan.editBytes) =
         try db.prepare(

@@ -11,7 +11,13 @@ import Foundation
 ///   least recently active first, instead.
 /// - `keepLast` protects the newest N messages of every conversation from all of it.
 ///
-/// Outbox requests (`MessageRequests`) and users are never touched.
+/// - `mediaOlderThan`, `mediaLargerThan` and `mediaMaxSize` remove media files (the
+///   messages and their thumbnails stay); `mediaOnly` does that to the media of the
+///   messages the other criteria select instead of deleting them. Deleting messages
+///   deletes the media no other message keeps.
+///
+/// Outbox requests (`MessageRequests`) and users are never touched, nor the media of a
+/// message still in the outbox.
 ///
 /// ```swift
 /// var policy = EvictionPolicy()
@@ -32,6 +38,16 @@ public struct EvictionPolicy: Sendable, Equatable {
   /// Purge the edit history (`MessageEdits`: the versions edits replaced) made more than
   /// this many milliseconds before `now`; the messages keep their latest text.
   public var editHistoryOlderThan: Int64?
+  /// Remove the files of media last accessed more than this many milliseconds before
+  /// `now` (their messages and thumbnails stay; the media becomes `evicted`).
+  public var mediaOlderThan: Int64?
+  /// Remove media files, least recently accessed first, until those left total at most
+  /// this many bytes.
+  public var mediaMaxSize: Int64?
+  /// Remove the files of media larger than this many bytes.
+  public var mediaLargerThan: Int64?
+  /// Keep the messages the other criteria select and remove their media's files instead.
+  public var mediaOnly = false
   /// The time ages are measured from (injectable so runs repeat).
   public var now: Date = Date()
 
@@ -39,11 +55,14 @@ public struct EvictionPolicy: Sendable, Equatable {
 
   /// Whether the policy selects anything at all.
   public var isEmpty: Bool {
-    olderThan == nil && maxSize == nil && conversations.isEmpty && editHistoryOlderThan == nil
+    olderThan == nil && maxSize == nil && conversations.isEmpty && editHistoryOlderThan == nil && !evictsMedia
   }
 
-  /// Whether the policy deletes messages (not only edit history).
-  public var deletesMessages: Bool { olderThan != nil || maxSize != nil || !conversations.isEmpty }
+  /// Whether the policy names media (`--media-*`).
+  public var evictsMedia: Bool { mediaOlderThan != nil || mediaMaxSize != nil || mediaLargerThan != nil }
+
+  /// Whether the policy deletes messages (not only edit history or media files).
+  public var deletesMessages: Bool { !mediaOnly && (olderThan != nil || maxSize != nil || !conversations.isEmpty) }
 
   /// The edit history's cutoff as stored text: versions made strictly before it go.
   public var editHistoryCutoff: String? {

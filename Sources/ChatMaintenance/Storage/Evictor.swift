@@ -55,6 +55,12 @@ public struct EvictionResult: Sendable {
   /// Versions of edited messages purged from the edit history (`editHistoryOlderThan`),
   /// besides those that went with their message.
   public var purgedEditVersions: Int64 = 0
+  /// Media files removed (the media now `evicted`), and their bytes.
+  public var evictedMedia = 0
+  public var evictedMediaBytes: Int64 = 0
+  /// Media rows deleted with their last message, and the bytes of their files.
+  public var sweptMedia = 0
+  public var sweptMediaBytes: Int64 = 0
   /// Why a target was missed, or why space was not reclaimed.
   public var note: String?
 }
@@ -199,6 +205,8 @@ public final class Evictor {
     }
     if plan.messages > 0 { try merging(.normal) }
     let purged = try purgeEditHistory(policy, settings: &settings)
+    let media = try MediaEvictor(db: db, folder: MediaFolder(database: db.path)).run(plan.media)
+    for millis in media.chunkMillis { record(millis) }
     var perConversation: [Int64: Int64] = [:]
     for part in plan.conversations { perConversation[part.id] = part.messages }
     var vacuumMillis: Double?
@@ -242,7 +250,8 @@ public final class Evictor {
       interruptedChunks: interrupted,
       vacuumMillis: vacuumMillis, sizeBefore: sizeBefore, sizeAfter: sizeAfter,
       fileSizeAfter: fileSizeAfter, reclaim: reclaim, targetReached: targetReached, passes: 1,
-      purgedEditVersions: purged, note: note)
+      purgedEditVersions: purged, evictedMedia: media.evicted, evictedMediaBytes: media.evictedBytes,
+      sweptMedia: media.swept, sweptMediaBytes: media.sweptBytes, note: note)
   }
 
   // MARK: - Deleting in chunks
@@ -317,9 +326,13 @@ public final class Evictor {
       try summaries.apply()
       for row in texts { try search.deletedMessage(id: row.id, content: row.content) }
       try search.flush()
-      // Their edit history goes with them (the trigger that does it is off here).
+      // Their edit history and attachments go with them (the triggers that do it are off here).
       let edits = try db.cachedStatement(HotQuery.deleteEditHistory.sql)
-      for row in texts { try edits.execute([row.id]) }
+      let attachments = try db.cachedStatement(HotQuery.deleteMessageAttachments.sql)
+      for row in texts {
+        try edits.execute([row.id])
+        try attachments.execute([row.id])
+      }
     } catch {
       summaries.discard()
       search.discard()
@@ -362,6 +375,7 @@ public final class Evictor {
         try summaries.apply()
         try search.flush()
         try db.cachedStatement(HotQuery.deleteEditHistoryInIDRange.sql).execute([low, high])
+        try db.cachedStatement(HotQuery.deleteAttachmentsInIDRange.sql).execute([low, high])
         return deleted
       } catch {
         summaries.discard()
