@@ -251,6 +251,50 @@ enum UsageCommand: ParsableCommand {
         }
       ).render()
     }
+    if let media = r.media { text += mediaText(media, top: top) }
+    return text
+  }
+
+  static func mediaText(_ m: MediaUsage, top: Int) -> String {
+    var text =
+      "\nMedia:          \(m.localFiles.grouped) files here, \(ByteCount.format(m.localBytes)) "
+      + "(the folder holds \(ByteCount.format(m.folderBytes)) on disk); "
+      + "\(m.outboxFiles.grouped) of unsent messages (\(ByteCount.format(m.outboxBytes))), never evicted\n"
+    guard m.localFiles + m.kinds.reduce(0, { $0 + $1.elsewhere }) > 0 else { return text }
+    text += Table(
+      columns: [
+        .init("KIND"), .init("FILES", alignment: .right), .init("SIZE", alignment: .right),
+        .init("NOT HERE", alignment: .right), .init("THEIR SIZE", alignment: .right),
+      ],
+      rows: m.kinds.map {
+        [
+          $0.kind.rawValue, String($0.localFiles), ByteCount.format($0.localBytes), String($0.elsewhere),
+          ByteCount.format($0.elsewhereBytes),
+        ]
+      }
+    ).render()
+    if !m.conversations.isEmpty {
+      text += "\nMedia by conversation:\n"
+      text += Table(
+        columns: [
+          .init("CONVERSATION", alignment: .right), .init("FILES", alignment: .right), .init("SIZE", alignment: .right),
+        ],
+        rows: m.conversations.prefix(top).map { [String($0.id), String($0.files), ByteCount.format($0.bytes)] }
+      ).render()
+    }
+    if !m.largest.isEmpty {
+      text += "\nLargest media files:\n"
+      text += Table(
+        columns: [.init("SHA256"), .init("TYPE"), .init("SIZE", alignment: .right), .init("LAST ACCESSED")],
+        rows: m.largest.prefix(top).map {
+          [String($0.sha256.prefix(16)), $0.mime, ByteCount.format($0.size), String($0.lastAccessedAt.prefix(10))]
+        }
+      ).render()
+    }
+    for policy in m.policies {
+      text +=
+        "\n'chatdb evict \(policy.arguments.joined(separator: " "))' would remove \(policy.files.grouped) file(s), \(ByteCount.format(policy.bytes))"
+    }
     return text
   }
 
@@ -297,6 +341,45 @@ enum UsageCommand: ParsableCommand {
     var tables: [Table]
     /// The largest first; with `--all`, the `--top` largest.
     var conversations: [Conversation]
+    /// The media folder (null before migration 0009): files here by kind, by
+    /// conversation and the largest, and what `evict --media-older-than` would free.
+    var media: Media?
+
+    struct Media: Encodable {
+      struct Kind: Encodable {
+        var kind: String
+        var localFiles: Int
+        var localBytes: Int64
+        /// Media known here but not downloaded, or evicted.
+        var elsewhere: Int
+        var elsewhereBytes: Int64
+      }
+      struct Conversation: Encodable {
+        var id: Int64
+        var files: Int
+        var bytes: Int64
+      }
+      struct File: Encodable {
+        var sha256: String
+        var mime: String
+        var size: Int64
+        var lastAccessedAt: String
+      }
+      struct Policy: Encodable {
+        var command: String
+        var files: Int
+        var bytes: Int64
+      }
+      var localFiles: Int
+      var localBytes: Int64
+      var folderBytes: Int64
+      var outboxFiles: Int
+      var outboxBytes: Int64
+      var kinds: [Kind]
+      var conversations: [Conversation]
+      var largest: [File]
+      var policies: [Policy]
+    }
 
     static var example: Result {
       Result(
@@ -309,7 +392,21 @@ enum UsageCommand: ParsableCommand {
           Conversation(
             id: 7, name: "Ada", messages: 120_000, bytes: 25_165_824, contentBytes: 14_680_064,
             oldest: "2025-01-03T08:15:00.000Z", newest: "2026-12-01T21:40:12.500Z", pending: 1, failed: 0)
-        ])
+        ],
+        media: Media(
+          localFiles: 1_200, localBytes: 2_147_483_648, folderBytes: 2_150_629_376, outboxFiles: 1,
+          outboxBytes: 2_481_337,
+          kinds: [
+            .init(
+              kind: "image", localFiles: 1_100, localBytes: 1_073_741_824, elsewhere: 300, elsewhereBytes: 943_718_400)
+          ],
+          conversations: [.init(id: 7, files: 800, bytes: 1_610_612_736)],
+          largest: [
+            .init(
+              sha256: "5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", mime: "video/mp4",
+              size: 104_857_600, lastAccessedAt: "2026-03-02T18:00:00.000Z")
+          ],
+          policies: [.init(command: "chatdb evict --media-older-than 90d", files: 640, bytes: 1_288_490_188)]))
     }
 
     static var summaryExample: (any Encodable & Sendable)? {
@@ -363,6 +460,23 @@ extension UsageCommand.Result {
         Conversation(
           id: $0.id, name: $0.name, messages: $0.messages, bytes: $0.bytes, contentBytes: $0.contentBytes,
           oldest: $0.oldest, newest: $0.newest, pending: $0.pending, failed: $0.failed)
+      },
+      media: r.media.map { m in
+        Media(
+          localFiles: m.localFiles, localBytes: m.localBytes, folderBytes: m.folderBytes, outboxFiles: m.outboxFiles,
+          outboxBytes: m.outboxBytes,
+          kinds: m.kinds.map {
+            .init(
+              kind: $0.kind.rawValue, localFiles: $0.localFiles, localBytes: $0.localBytes, elsewhere: $0.elsewhere,
+              elsewhereBytes: $0.elsewhereBytes)
+          },
+          conversations: m.conversations.prefix(top).map { .init(id: $0.id, files: $0.files, bytes: $0.bytes) },
+          largest: m.largest.prefix(top).map {
+            .init(sha256: $0.sha256, mime: $0.mime, size: $0.size, lastAccessedAt: $0.lastAccessedAt)
+          },
+          policies: m.policies.map {
+            .init(command: "chatdb evict " + $0.arguments.joined(separator: " "), files: $0.files, bytes: $0.bytes)
+          })
       })
   }
 }

@@ -76,6 +76,11 @@ public struct HealthReport: Sendable {
 /// | `orphan-messages` | error | `conversation_id` not in `Users` |
 /// | `orphan-requests` | error | `to_user_id` not in `Users` |
 /// | `conversation-summary` | error | `ConversationSummaries` rows (the chat list) that differ from the list computed from the messages and requests |
+/// | `media-missing` | error | media the file keeps (`local`) whose file in `chats-<id>.media/` is missing or not its size |
+/// | `media-bad-hash` | error | (with `full`) media files whose bytes do not hash to their name |
+/// | `media-partial` | warning | downloads stopped part-way |
+/// | `media-stray-file` | warning | files in the media folder no media row keeps |
+/// | `media-unreferenced` | warning | media rows no message or request names |
 /// | `search-index` | error | a search index (migration 0005) fails FTS5's integrity-check or (with `full`) differs from the text of its rows (`SearchIndexCheck`) |
 ///
 /// See <https://sqlite.org/pragma.html#pragma_integrity_check>.
@@ -111,6 +116,7 @@ public struct HealthCheck: Sendable {
       try db.read { db in try run(db, into: &report) }
       // Outside the read transaction: FTS5's integrity-check is a (non-writing) write statement.
       if case .checked = report.outcome { try checkSearchIndex(db, into: &report) }
+      if case .checked = report.outcome { try db.read { db in try checkMedia(db, into: &report) } }
     } catch {
       report.outcome = Self.outcome(for: error, path: path)
     }

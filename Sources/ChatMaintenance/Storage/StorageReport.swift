@@ -117,6 +117,8 @@ public struct StorageReport: Sendable {
   }
   public var messages: Int64
   public var requests: Int64
+  /// The media folder's files (nil before migration 0009).
+  public var media: MediaUsage?
 
   /// Measures the file at `path` (read only; the file is never changed).
   public static func measure(path: String) throws -> StorageReport {
@@ -152,6 +154,7 @@ public struct StorageReport: Sendable {
         report = try db.read { try measure($0, btrees: Self.btrees($0)) }
       }
       if !hadWAL && report.walBytes == 0 { report.shmBytes = 0 }
+      report.media = try db.read { try MediaUsage.measure($0) }
       return report
     } catch {
       throw StoreError.from(error, path: path, doing: "measure", otherwise: .readFailed)

@@ -49,6 +49,12 @@ public enum FileSystem {
     return stat(path, &info) == 0 ? Int64(info.st_size) : nil
   }
 
+  /// When a file was last modified (seconds since 1970), or nil when it does not exist.
+  public static func modifiedAt(_ path: String) -> Double? {
+    var info = stat()
+    return stat(path, &info) == 0 ? Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9 : nil
+  }
+
   /// The permission bits of a file, or nil when it does not exist.
   public static func permissions(atPath path: String) -> Int? {
     var info = stat()
