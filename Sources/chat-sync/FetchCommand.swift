@@ -60,7 +60,8 @@ enum FetchCommand: ParsableCommand {
         guard let relayID = media.relayID, let digest = SHA256.bytes(hex: media.sha256) else {
           throw StoreError(.badInput, "\(path): media \(media.sha256) has no relay id", path: path)
         }
-        let progress = ProgressBox(ChatCLI.Progress(label: "fetch \(media.sha256.prefix(12))", total: media.size, unit: "B"))
+        let progress = ProgressBox(
+          ChatCLI.Progress(label: "fetch \(media.sha256.prefix(12))", total: media.size, unit: "B"))
         let outcome = blocking { () async -> String? in
           do throws(MediaTransfer.Failure) {
             try await transfer.download(
@@ -104,7 +105,8 @@ enum FetchCommand: ParsableCommand {
           File(
             sha256: "5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", mime: "image/jpeg",
             size: 2_481_337,
-            path: "/home/ada/.local/share/chatdb/chats-42.media/5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e",
+            path: "/home/ada/.local/share/chatdb/chats-42.media/"
+              + "5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e",
             downloaded: true)
         ])
     }

@@ -45,7 +45,8 @@ enum SendCommand: ParsableCommand {
         help: "The attached files' media type (default: from each file's extension, else application/octet-stream).",
         parse: { text in text.contains("/") && !text.contains(" ") ? text : nil })
       text =
-        o.argument("text", help: "The message (up to 65,536 bytes of UTF-8; may be left out with --attach).", optional: true)
+        o.argument(
+          "text", help: "The message (up to 65,536 bytes of UTF-8; may be left out with --attach).", optional: true)
         ?? ""
     }
     func validate() throws {
@@ -55,7 +56,8 @@ enum SendCommand: ParsableCommand {
         throw ValidationError("The message must be 1 to 65,536 bytes; it has \(bytes)")
       }
       guard attach.count <= RelayAttachment.maximumCount else {
-        throw ValidationError("At most \(RelayAttachment.maximumCount) files go with one message; --attach has \(attach.count)")
+        throw ValidationError(
+          "At most \(RelayAttachment.maximumCount) files go with one message; --attach has \(attach.count)")
       }
     }
   }
@@ -91,7 +93,8 @@ enum SendCommand: ParsableCommand {
           AttachmentResult(sha256: $0.sha256, mime: $0.mime, size: $0.size, thumbnailBytes: $0.thumbnail?.count)
         }),
       text: "Queued request \(request.requestID) to user \(options.to)"
-        + (attachments.isEmpty ? "" : " with \(attachments.count) file(s), \(ByteCount.format(attachments.reduce(0) { $0 + $1.size }))")
+        + (attachments.isEmpty
+          ? "" : " with \(attachments.count) file(s), \(ByteCount.format(attachments.reduce(0) { $0 + $1.size }))")
         + (nudged ? "; 'chat-sync run' is sending it." : "; the next 'chat-sync run' sends it."))
   }
 

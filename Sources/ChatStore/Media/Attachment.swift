@@ -76,7 +76,9 @@ extension Attachment {
   /// for any other.
   public static func mime(forFileName name: String) -> String {
     let lowered = name.lowercased()
-    guard let dot = lowered.lastIndex(of: "."), !lowered[dot...].contains("/") else { return "application/octet-stream" }
+    guard let dot = lowered.lastIndex(of: "."), !lowered[dot...].contains("/") else {
+      return "application/octet-stream"
+    }
     return types[String(lowered[lowered.index(after: dot)...])] ?? "application/octet-stream"
   }
 
