@@ -32,6 +32,7 @@ enum RunCommand: ParsableCommand {
     var maxAgeHours: Int
     var autoDownloadMax: Int64
     var autoDownloadKinds: Set<MediaKind>
+    var mediaChunkSize: Int
     init(_ o: inout OptionReader) {
       file = ClientFile(&o)
       relay = RelayAccess(&o)
@@ -66,6 +67,13 @@ enum RunCommand: ParsableCommand {
             let kinds = text.split(separator: ",").map { MediaKind(rawValue: String($0)) }
             return kinds.contains(nil) || kinds.isEmpty ? nil : Set(kinds.compactMap { $0 })
           }) ?? defaults.autoDownloadKinds
+      mediaChunkSize =
+        o.option(
+          "--media-chunk-size", valueName: "size",
+          help:
+            "Bytes an upload or download request carries (default \(ByteCount.format(Int64(defaults.mediaChunkSize)))); smaller loses less on a link that drops.",
+          parse: { text in ByteCount.parse(text).flatMap { (16 << 10)...(64 << 20) ~= $0 ? Int($0) : nil } })
+        ?? defaults.mediaChunkSize
     }
     func validate() throws {
       try file.validate()
@@ -106,6 +114,7 @@ enum RunCommand: ParsableCommand {
     engineOptions.maxAge = Double(options.maxAgeHours) * 3_600
     engineOptions.autoDownloadMax = options.autoDownloadMax
     engineOptions.autoDownloadKinds = options.autoDownloadKinds
+    engineOptions.mediaChunkSize = options.mediaChunkSize
     let engine = SyncEngine(repository: repository, http: http, socket: socket, options: engineOptions)
     listener?.engine = engine
     defer { listener?.close() }

@@ -48,10 +48,10 @@ final class Client {
       environment: environment)
   }
 
-  func start() throws {
+  func start(_ options: [String] = []) throws {
     runs += 1
     running = try Background(
-      "chat-sync", ["run", "--data-dir", folder, "--user", String(id)], log: folder + "/run-\(runs).log",
+      "chat-sync", ["run", "--data-dir", folder, "--user", String(id)] + options, log: folder + "/run-\(runs).log",
       environment: environment)
   }
 

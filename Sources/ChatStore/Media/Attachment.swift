@@ -85,7 +85,7 @@ extension Attachment {
   static let types: [String: String] = [
     "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
     "heic": "image/heic", "avif": "image/avif", "tif": "image/tiff", "tiff": "image/tiff", "bmp": "image/bmp",
-    "svg": "image/svg+xml",
+    "svg": "image/svg+xml", "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap",
     "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm", "mkv": "video/x-matroska",
     "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "ogg": "audio/ogg", "opus": "audio/opus",
     "wav": "audio/wav", "flac": "audio/flac",
