@@ -84,7 +84,8 @@ import Testing
       #expect(adaPhone.log.contains("resuming the upload of"), "\(adaPhone.log.suffix(3_000))")
       for device in devices {
         let thumbnail = try device.count(
-          "SELECT length(a.thumbnail) FROM Attachments a JOIN Media m ON m.id = a.media_id WHERE m.sha256 = '\(hashes[0])'")
+          "SELECT length(a.thumbnail) FROM Attachments a JOIN Media m ON m.id = a.media_id WHERE m.sha256 = '\(hashes[0])'"
+        )
         #expect(thumbnail > 0 && thumbnail <= Thumbnail.maximumBytes, "\(device.id)/\(device.name)")
         #expect(try device.count("SELECT count(*) FROM Media WHERE relay_id IS NULL") == 0)
       }

@@ -54,7 +54,15 @@ public struct MediaCheck: Sendable {
         findings.badHash.append(sha256)
       }
     }
-    findings.strays = try folder.names().filter { !keep.contains($0) }.sorted()
+    // A copy into the folder under way (`.incoming-*`, younger than an hour) is not a stray.
+    let now = Date().timeIntervalSince1970
+    findings.strays = try folder.names().filter { name in
+      guard !keep.contains(name) else { return false }
+      guard name.hasPrefix(".incoming-"), let at = FileSystem.modifiedAt(FileSystem.joinPath(folder.path, name)) else {
+        return true
+      }
+      return now - at >= 3_600
+    }.sorted()
     findings.unreferenced = try db.query(
       """
       SELECT sha256 FROM Media m WHERE NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
@@ -84,10 +92,8 @@ public struct MediaCheck: Sendable {
     // `.incoming-*` (young ones are left alone).
     let strays = try db.read { db in try run(db, full: false).strays }
     var removed = rows
-    let now = Date().timeIntervalSince1970
     for name in strays {
       let path = FileSystem.joinPath(folder.path, name)
-      if name.hasPrefix(".incoming-"), let age = FileSystem.modifiedAt(path), now - age < 3_600 { continue }
       let size = FileSystem.size(atPath: path) ?? 0
       if unlink(path) == 0 {
         bytes += size
