@@ -69,7 +69,8 @@ let package = Package(
     .executableTarget(name: "chatdb", dependencies: ["ChatMaintenance", "ChatStore", "ChatCLI", "ChatCommands"]),
     .executableTarget(name: "chat-relay", dependencies: ["ChatRelay", "ChatProtocol", "ChatStore", "ChatCLI"]),
     .executableTarget(
-      name: "chat-sync", dependencies: ["ChatSync", "ChatProtocol", "ChatStore", "ChatCLI", "ChatCommands"]),
+      name: "chat-sync",
+      dependencies: ["ChatSync", "ChatProtocol", "ChatStore", "ChatCLI", "ChatCommands", "ChatMaintenance"]),
     // In-process timings for scripts/bench; not shipped to users.
     .executableTarget(name: "chatdb-bench", dependencies: ["ChatStore", "ChatCLI"]),
     // The sync client's drivers for scripts/bench.d/sync.sh (many engines in one process);

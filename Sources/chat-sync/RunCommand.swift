@@ -12,7 +12,9 @@ enum RunCommand: ParsableCommand {
     file), then sends queued messages and stays connected, reconnecting with backoff. \
     One log line per connection change, send and receipt goes to stderr; the measures \
     every minute and on exit. Standard output stays empty but for --json. 'chat-sync \
-    send' from another shell is sent at once. With --once: sync, send what is due \
+    send' from another shell is sent at once. The file's storage policy ('chatdb \
+    policy') is enforced when the run starts, hourly, and when the disk falls below the \
+    warning level. With --once: sync, send what is due \
     (retrying until --deadline), print the outcome and the measures, and exit: 0 when \
     the outbox is empty, 7 when messages are left in it, 69 when the relay is unreachable.
     """
@@ -124,8 +126,11 @@ enum RunCommand: ParsableCommand {
     }
     if signalled { blocking { await engine.stop() } }
 
+    // The file's storage policy (`chatdb policy`), beside the sync.
+    let keeper = PolicyKeeper(path: path, log: logLine)
     if options.once {
       let outcome = blocking { await engine.runOnce(deadline: Double(options.deadline)) }
+      _ = keeper.enforceOnce(reason: "run --once")
       let metrics = blocking { await engine.metrics }
       let (status, text): (ExitCode, String) =
         switch outcome {
@@ -152,7 +157,9 @@ enum RunCommand: ParsableCommand {
     logLine(
       "chat-sync run: \(path) as user \(repository.ownerID)\(listener?.isListening == true ? "" : " (no nudge socket: sends from other processes wait for the next event)")"
     )
+    keeper.start()
     blocking { await engine.run() }
+    keeper.stop()
     reporter.cancel()
     let metrics = blocking { await engine.metrics }
     if let reason = blocking({ await engine.haltReason }) {

@@ -1,4 +1,5 @@
 import ChatCLI
+import ChatMaintenance
 import ChatStore
 import ChatSync
 
@@ -45,6 +46,16 @@ enum StatusCommand: ParsableCommand {
       lines.append(
         "  download \(download.sha256.prefix(12)): \(ByteCount.format(download.received)) of \(ByteCount.format(download.size))"
       )
+    }
+    let policy = try StoragePolicy.load(from: repository.database)
+    let policyRun = try StoragePolicy.lastRun(in: repository.database)
+    if !policy.isEmpty {
+      let parts = [
+        policy.keepMedia.map { "media kept \(EvictionPolicy.ageText($0))" },
+        policy.mediaCacheMax.map { "media cache \(ByteCount.format($0))" },
+        policy.keepMessages.map { "messages kept \(EvictionPolicy.ageText($0))" },
+      ].compactMap { $0 }
+      lines.append("policy:    \(parts.joined(separator: ", ")); last run \(policyRun ?? "never")")
     }
     let changes = try repository.messageChanges()
     if !changes.isEmpty {
@@ -93,7 +104,12 @@ enum StatusCommand: ParsableCommand {
         media: .init(
           localFiles: media.localFiles, localBytes: media.localBytes, uploads: media.uploads,
           uploadBytes: media.uploadBytes,
-          downloads: media.downloads.map { .init(sha256: $0.sha256, size: $0.size, received: $0.received) })),
+          downloads: media.downloads.map { .init(sha256: $0.sha256, size: $0.size, received: $0.received) }),
+        policy: policy.isEmpty
+          ? nil
+          : .init(
+            keepMedia: policy.keepMedia.map(EvictionPolicy.ageText), mediaCacheMax: policy.mediaCacheMax,
+            keepMessages: policy.keepMessages.map(EvictionPolicy.ageText), lastRun: policyRun)),
       text: lines.joined(separator: "\n"))
   }
 
@@ -135,6 +151,15 @@ enum StatusCommand: ParsableCommand {
     var changes: [Change]
     /// Media files here, files of queued messages not uploaded yet, downloads under way.
     var media: Media
+    /// The file's storage policy (`chatdb policy`; null: none) and its last run.
+    var policy: Policy?
+
+    struct Policy: Encodable {
+      var keepMedia: String?
+      var mediaCacheMax: Int64?
+      var keepMessages: String?
+      var lastRun: String?
+    }
 
     struct Media: Encodable {
       var localFiles: Int
@@ -179,7 +204,12 @@ enum StatusCommand: ParsableCommand {
             Download(
               sha256: "5f1c0a7e3d2b4c6a8e9f0b1d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e", size: 31_457_280,
               received: 8_388_608)
-          ]))
+          ]),
+        policy: Policy(
+          keepMedia: "90d", mediaCacheMax: 2_147_483_648, keepMessages: nil,
+          lastRun:
+            "2026-12-04T12:00:00.000Z: removed 12 media file(s) (48213504 bytes), deleted 0 message(s) and 0 media no message kept; longest write lock 1.2 ms"
+        ))
     }
   }
 }

@@ -37,9 +37,8 @@ enum EvictCommand: ParsableCommand {
 
   static let examples = [
     "chatdb evict --user 42 --older-than 1y --dry-run",
-    "chatdb evict --user 42 --max-size 500MiB --keep-last 100",
+    "chatdb evict --user 42 --max-size 500MiB --keep-last 100 --media-max-size 2GiB",
     "chatdb evict --all --older-than 90d --edit-history-older-than 30d --jobs 2",
-    "chatdb evict --user 42 --media-max-size 2GiB --media-older-than 90d --dry-run",
   ]
 
   struct Options: ParsableOptions {

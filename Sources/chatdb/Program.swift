@@ -9,6 +9,7 @@ enum ChatDBProgram {
       Command(MigrateCommand.self, subcommands: [Command(MigrateStatusCommand.self)]), Command(GenerateCommand.self),
       Command(ImportCommand.self), Command(ExportCommand.self), Command(UsageCommand.self), Command(EvictCommand.self),
       IndexCommand.command, Command(CheckCommand.self), Command(VacuumCommand.self), Command(SearchCommand.self),
+      PolicyCommand.command,
     ],
     examples: [
       "chatdb migrate --all", "chatdb usage --all --top 3", "chatdb evict --user 42 --older-than 1y --dry-run",

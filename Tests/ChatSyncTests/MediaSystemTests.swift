@@ -114,6 +114,22 @@ import Testing
       #expect(try Self.sha256(adaLaptop.folder + "/chats-1.media/" + hashes[2]) == hashes[2])
 
       for device in devices { #expect(device.halt(SIGTERM) == 0) }
+
+      // A storage policy on Bob's laptop: `run` keeps the media files under 1 MiB, least
+      // recently accessed first (the photo went first), and `status` shows what it did.
+      let set = try tool("chatdb", ["policy", "set", "--db", bobLaptop.db, "--media-cache-max", "1MiB"])
+      #expect(set.status == 0, "\(set.stderr)")
+      let once = try bobLaptop.cli(["run", "--once"])
+      #expect(
+        once.status == 0 && once.stderr.contains("policy (run --once): removed 2 media file(s)"), "\(once.stderr)")
+      #expect(try bobLaptop.count("SELECT count(*) FROM Media WHERE state = 'local'") == 0)
+      #expect(try bobLaptop.count("SELECT count(*) FROM Attachments WHERE thumbnail IS NOT NULL") == 1)
+      let status = try bobLaptop.cli(["status"])
+      #expect(status.stdout.contains("policy:    media cache 1.0 MiB; last run "), "\(status.stdout)")
+      // Evicted media downloads again on demand.
+      #expect(try bobLaptop.cli(["fetch", "--message", String(message)]).status == 0)
+      #expect(try Self.sha256(bobLaptop.folder + "/chats-2.media/" + hashes[1]) == hashes[1])
+
       // Nothing partial or stray is left, and every file checks clean (with the hashes).
       for device in devices {
         let media = device.folder + "/chats-\(device.id).media"

@@ -178,6 +178,25 @@ import Testing
     #expect(FileSystem.exists(f.media.partial(f.hashes[2])), "a partial download is kept for its resume")
   }
 
+  /// The storage policy lives in the file; `set` changes only the parts given, `off`
+  /// removes one, bad values are usage errors that change nothing.
+  @Test func policySetAndShow() throws {
+    let f = try Self.fixture()
+    #expect(try fileResult(try chatdb("policy", "show", "--db", f.db, "--json"))["keepMedia"] is NSNull)
+    let set = try chatdb("policy", "set", "--db", f.db, "--keep-media", "90d", "--media-cache-max", "2GiB", "--json")
+    #expect(set.status == 0, "\(set.stderr)")
+    let again = try chatdb("policy", "set", "--db", f.db, "--keep-messages", "1y", "--keep-media", "off", "--json")
+    let result = try fileResult(again)
+    #expect(result["keepMedia"] is NSNull && result["mediaCacheMax"] as? Int == 2 << 30)
+    #expect(result["keepMessages"] as? String == "1y" && result["keepMessagesMilliseconds"] as? Int == 31_536_000_000)
+    for bad in [["--keep-media", "5x"], ["--media-cache-max", "lots"], []] {
+      let refused = try chatdb(["policy", "set", "--db", f.db] + bad)
+      #expect(refused.status == 64 && refused.stderr.hasPrefix("Error: "), "\(bad): \(refused.stderr)")
+    }
+    let shown = try chatdb("policy", "show", "--db", f.db)
+    #expect(shown.stdout.contains("keep messages:  1y") && shown.stdout.contains("media cache:    2.0 GiB"))
+  }
+
   /// A delete for everyone drops the message's attachments, and the file once no other
   /// message has it.
   @Test func deleteForEveryoneTakesTheMediaWithIt() throws {
