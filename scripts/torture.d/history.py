@@ -46,7 +46,9 @@ collected (`check_final`, `check_history`, `check_processes`), on every device:
   either party an edited message does not show its last edit at version = the edits made),
   delete_lost (a message deleted for everyone is not a tombstone there), text_left (a
   deleted message's text, as sent or edited, in the bytes of any file, its -wal or
-  relay.db), check_failed (`chatdb check --full`,
+  relay.db), attachment_lost (every fourth message is sent with `--attach` of a file of
+  its own: on a device of either party it lacks that attachment, names another file,
+  or a message deleted for everyone still has it), check_failed (`chatdb check --full`,
   `PRAGMA integrity_check`, per file), client_exit / relay_exit (a device's `run` or
   the relay that exited without being told to, or a non-zero exit on SIGTERM).
 Prints one summary line and the counts per kind; each anomaly (the first few of each
@@ -55,18 +57,20 @@ data with users of two devices and one (a message missing from a user's second d
 only, a status seen on the sender's other device, ...) and exits 0 only when the same
 checks catch each one and the clean data reports nothing.
 """
-import argparse, os, random, re, shutil, signal, socket, sqlite3, subprocess, sys, threading, time
+import argparse, hashlib, os, random, re, shutil, signal, socket, sqlite3, subprocess, sys, threading, time
 
 RANK = {"SYNCED": 0, "DELIVERED": 1, "READ": 2}
 NAME = {-1: "absent", 0: "SYNCED", 1: "DELIVERED", 2: "READ"}
 KINDS = ["lost", "duplicated", "misplaced", "id_mismatch", "misattributed", "reordered", "status_backwards", "vanished",
-         "edit_lost", "edit_duplicated", "delete_lost", "text_left",
+         "edit_lost", "edit_duplicated", "delete_lost", "text_left", "attachment_lost",
          "premature_delivered", "premature_read", "not_read_at_end", "outbox_left", "relay_left", "check_failed",
          "client_exit", "relay_exit"]
 MESSAGES_SQL = "SELECT id, from_user_id, to_user_id, content, status, deleted_at FROM Messages ORDER BY id"
 # The outbox: new messages, and edits and deletes waiting to be sent (to: the message they change).
 OUTBOX_SQL = ("SELECT request_id, to_user_id, content, status FROM MessageRequests UNION ALL "
               "SELECT request_id, message_id, coalesce(content, 'delete for everyone'), status FROM MessageChanges ORDER BY 1")
+ATTACHMENTS_SQL = ("SELECT a.message_id, m.sha256 FROM Attachments a JOIN Media m ON m.id = a.media_id "
+                   "ORDER BY a.message_id, a.position")
 CHANGES_SQL = "SELECT id, version, content, deleted_at IS NOT NULL FROM Messages WHERE version > 0 OR deleted_at IS NOT NULL"
 EDIT_MARK = " /e"  # an edit's text is the sent content, this mark and the edit's number
 # id -> the content it was sent with, for messages the driver deletes for everyone: their
@@ -338,7 +342,7 @@ def self_test():
             rounds.append(snap)
         return rounds
 
-    def run(final=None, rounds=None, relay_left=(), failed=(), events=(), maybe=(), changes=None):
+    def run(final=None, rounds=None, relay_left=(), failed=(), events=(), maybe=(), changes=None, attachments=None):
         """changes: (edits, deleted, {device: read_changes}, file_bytes) for check_changes."""
         final = final or good_final()
         rounds = rounds or good_rounds()
@@ -354,6 +358,10 @@ def self_test():
         check_processes(list(events), a)
         edits, deleted, changed, file_bytes = changes or ({}, {}, {}, {})
         check_changes(edits, deleted, final, changed, file_bytes, a)
+        # c (103, 2->1) was sent with a file; every device of users 1 and 2 has it.
+        photo = "ab" * 32
+        check_attachments({"c": photo}, deleted, final,
+                          attachments if attachments is not None else {k: {103: [photo]} for k in keys if k[0] in (1, 2)}, a)
         return a
 
     # Edits and deletes: a (101, 1->2) edited twice, b (102, 1->2) deleted for everyone.
@@ -434,6 +442,11 @@ def self_test():
          run(changes=change_data(lambda d: d[2][(2, 1)].pop(102)))),
         ("text_left", "b's text in the bytes of relay.db",
          run(changes=change_data(lambda d: d[3].__setitem__("relay.db", b"xx b xx")))),
+        ("attachment_lost", "c's file missing on the sender's first device",
+         run(attachments={k: ({} if k == (2, 1) else {103: ["ab" * 32]}) for k in keys if k[0] in (1, 2)})),
+        ("attachment_lost", "another file on d (sent without one) on the recipient's first device",
+         run(attachments={k: ({103: ["ab" * 32], 104: ["cd" * 32]} if k == (1, 1) else {103: ["ab" * 32]})
+                          for k in keys if k[0] in (1, 2)})),
         ("check_failed", "a failed check", run(failed=["chatdb check --full of user 2's device 2's file exited 4"])),
         ("client_exit", "a run that exited", run(events=[("client_exit", "chat-sync run on user 2's device 2 exited 77")])),
         ("relay_exit", "the relay that exited", run(events=[("relay_exit", "chat-relay serve exited 70")])),
@@ -700,6 +713,38 @@ def check_changes(edits, deleted, final, changes, file_bytes, anomalies):
                     anomalies["text_left"].append(f"{text!r} of deleted message {mid}: still in the bytes of {name}")
 
 
+def read_attachments(db):
+    """{message id: [sha256 of each attachment, in order]} of a client file, read-only; None when unreadable."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            out = {}
+            for mid, sha in con.execute(ATTACHMENTS_SQL).fetchall():
+                out.setdefault(mid, []).append(sha)
+            return out
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def check_attachments(attached, deleted, final, attachments, anomalies):
+    """attached: {content: sha256 of the file sent with it}; deleted as check_changes'; final
+    as check_final's; attachments: {device: read_attachments}. On every device of both
+    parties that holds the message, it has exactly that attachment (none once deleted for
+    everyone), and a message sent without a file has none: else attachment_lost."""
+    for k, f in final.items():
+        for row in f["messages"]:
+            mid, c = row[0], row[3]
+            if k[0] not in (row[1], row[2]):
+                continue  # misplaced: check_final says so
+            want = [] if c in deleted or c not in attached else [attached[c]]
+            got = (attachments.get(k) or {}).get(mid, [])
+            if got != want:
+                anomalies["attachment_lost"].append(
+                    f"{c} (message {mid}) on {dev(k)}: attachments {[g[:12] for g in got]}, expected {[w[:12] for w in want]}")
+
+
 def read_file(db):
     """(snapshot {id: (from, to, content, status)}, outbox rows) of a client file, read-only; None when unreadable.
     `content` is the content a message was sent with (`identity`), also once edited or deleted."""
@@ -914,8 +959,17 @@ def main():
                         to = srng.choice(away)
                     d = srng.randint(1, ndev[u])  # from a random device of the user
                     content = f"h{a.seed}-u{u}-n{k}"
+                    attach = []
+                    if k % 4 == 1:  # every fourth message carries a file of its own (issue 30)
+                        path = os.path.join(work, f"{content}.bin")
+                        data = srng.randbytes(srng.randint(2_000, 200_000))
+                        with open(path, "wb") as fh:
+                            fh.write(data)
+                        attached[content] = hashlib.sha256(data).hexdigest()
+                        attach = ["--attach", path]
                     for attempt in range(40):
-                        r = client_cmd((u, d), ["send", "--server", server, "--token-file", tokens[(u, d)], "--to", str(to), content])
+                        r = client_cmd((u, d), ["send", "--server", server, "--token-file", tokens[(u, d)], "--to", str(to)]
+                                       + attach + [content])
                         if r.returncode != 75:
                             break
                         time.sleep(0.25)
@@ -933,6 +987,7 @@ def main():
         # of one message from one device of theirs (so the relay numbers them in queue
         # order), and deletes one for everyone, from any device of theirs that holds it.
         edits, deleted, edit_dev, unsure = {}, {}, {}, set()
+        attached = {}  # content -> the SHA-256 of the file sent with it
 
         def stored_id(k, c):
             snap = latest.get(k, ({}, []))[0]
@@ -1164,6 +1219,7 @@ def main():
                 failed.append(f"PRAGMA integrity_check of {f}: {res[:3]}")
         left = relay_rows()
         changed = {k: read_changes(dbs[k]) or {} for k in keys}
+        attachments = {k: read_attachments(dbs[k]) or {} for k in keys}
 
         def file_bytes(path):
             data = b""
@@ -1181,13 +1237,14 @@ def main():
                       final, changed, everything, anomalies)
         check_history(history, anomalies)
         check_processes(events, anomalies)
+        check_attachments({c: h for c, h in attached.items() if c not in maybe}, deleted, final, attachments, anomalies)
         for text in send_failures[:5]:
             print(f"   note: {text}", file=sys.stderr)
         counts = report(anomalies)
         over = sum(1 for x in holds if x > RELAY_BUSY_TIMEOUT)
         print(f"== History: seed {a.seed}, {len(users)} users ({len(keys)} devices: {','.join(str(ndev[u]) for u in users)}) "
               f"x {per_user} messages ({len(sent)} queued, {sum(len(t) for t in edits.values())} edits of {len(edits)}, "
-              f"{len(deleted)} deleted for everyone), "
+              f"{len(deleted)} deleted for everyone, {len(attached)} with a file), "
               f"{sum(relay_kills.values())} relay kills ({relay_kills['SIGKILL']} SIGKILL), "
               f"{sum(client_kills.values())} client kills ({client_kills['SIGKILL']} SIGKILL), "
               f"{len(holds)} lock holds ({over} over {RELAY_BUSY_TIMEOUT:.0f} s), proxy faults "
