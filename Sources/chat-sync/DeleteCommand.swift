@@ -95,6 +95,8 @@ enum DeleteCommand: ParsableCommand {
         "\(path): request \(options.request) is \(request.status.rawValue), not FAILED: it is still being sent, and a message being sent is never dropped",
         path: path)
     }
+    // Its files go too, unless another message or request has them.
+    try repository.sweepMedia()
     try options.file.report(
       context, Result(scope: "request", requestId: options.request), text: "Deleted request \(options.request).")
   }
