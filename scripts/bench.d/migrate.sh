@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Migration 0008 (edits and deletes, issue 29) on a file of N messages: its time, its peak
+# Migrations 0008 and 0009 (edits and deletes, issue 29; media, issue 30) on a file of N
+# messages: their time, their peak
 # memory, the room it needs (the backup `chatdb migrate` writes first, and its free-space
 # preflight) and that no row is lost (a digest of every table the migration leaves as it
 # was, before and after).
@@ -8,9 +9,10 @@
 #
 # BIN holds release chatdb; DATA is scratch space (DATA/migrate is recreated). MESSAGES
 # defaults to 1,000,000. The file at schema 7 is made from a generated one at the current
-# schema by undoing 0008 with the sqlite3 shell (its three tables and trigger dropped, its
-# three columns dropped, its record removed, user_version 7): the same rows a version-7
-# chatdb would have written, in a fraction of the time a version-7 build would take.
+# schema by undoing 0009 and 0008 with the sqlite3 shell (their tables and triggers
+# dropped, 0008's three columns dropped, their records removed, user_version 7): the same
+# rows a version-7 chatdb would have written, in a fraction of the time a version-7 build
+# would take.
 set -euo pipefail
 bin=$1
 data=$2
@@ -23,6 +25,12 @@ mkdir -p "$d"
 db="$d/chats-1.db"
 "$bin/chatdb" generate --db "$db" --messages "$messages" --seed 29 >/dev/null 2>&1
 sqlite3 "$db" <<'SQL'
+DROP TRIGGER Attachments_message_delete;
+DROP TRIGGER RequestAttachments_request_delete;
+DROP TABLE Attachments;
+DROP TABLE RequestAttachments;
+DROP TABLE Media;
+DELETE FROM chatdb_migrations WHERE version = 9;
 DROP TRIGGER MessageEdits_message_delete;
 DROP TABLE MessageEdits;
 DROP TABLE HiddenMessages;
@@ -82,8 +90,9 @@ rows = [
     ("  chatdb check afterwards", check, ""),
 ]
 record.table("migrate", ("what", "figure", "goal"), rows,
-             ["The schema-7 file is a generated one with 0008 undone by the sqlite3 shell; the digest covers Users, "
-              "Messages (the columns 0008 keeps), MessageRequests, ConversationSummaries and the search index's data."])
+             ["The schema-7 file is a generated one with 0009 and 0008 undone by the sqlite3 shell; the digest covers "
+              "Users, Messages (the columns 0008 keeps), MessageRequests, ConversationSummaries and the search index's "
+              "data."])
 w = max(len(r[0]) for r in rows)
 for r in rows:
     print(f"   {r[0]:<{w}}  {r[1]:>22}  {r[2]}")
