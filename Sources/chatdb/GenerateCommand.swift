@@ -16,12 +16,18 @@ enum GenerateCommand: ParsableCommand {
     --seed) is refused as a conflict (65) once the first clash is met. --edit-rate and \
     --delete-rate edit or delete that share of the messages (each written as sent, then \
     again as edited or as a tombstone), from random streams of their own: without them a \
-    seed gives the history it always gave.
+    seed gives the history it always gave. --media-rate attaches a media to that share \
+    of the messages, from a stream of its own too: images (70%, 0.2-4 MB), videos (10%, \
+    5-100 MB), audio (10%, 0.5-10 MB) and files (10%, 10 KB-20 MB), each a sparse file \
+    in chats-<id>.media/ (64 bytes that name it, then zeros: a block on disk whatever its \
+    size) named by the SHA-256 of its bytes, with its Media row ('local', last accessed \
+    at the message's time) and a small JPEG thumbnail for images and videos; hashing \
+    them, on every core, takes most of the time. NDJSON carries no media.
     """
 
   static let examples = [
     "chatdb generate --user 1 --messages 100000 --seed 7 --edit-rate 0.02 --delete-rate 0.01",
-    "chatdb generate --users 50 --jobs 2",
+    "chatdb generate --user 1 --messages 100000 --media-rate 0.2",
     "chatdb generate --user 1 --format ndjson -o history.ndjson.zst",
   ]
 
@@ -93,6 +99,13 @@ enum GenerateCommand: ParsableCommand {
       {
         generator.deleteRate = rate
       }
+      if let rate = o.option(
+        "--media-rate", valueName: "r",
+        help: "Share of messages that carry a media (sparse files named by their SHA-256), 0 to 1 (default 0).",
+        parse: GenerateCommand.rate)
+      {
+        generator.mediaRate = rate
+      }
       ndjson =
         o.option("--format", valueName: "format", help: "'ndjson' to write NDJSON instead of a database.") {
           text -> Bool? in
@@ -115,6 +128,9 @@ enum GenerateCommand: ParsableCommand {
         throw ValidationError("'--edit-rate' and '--delete-rate' add up to more than 1")
       }
       if output != nil && !ndjson { throw ValidationError("'--output <file>' needs '--format ndjson'") }
+      if ndjson && generator.mediaRate > 0 {
+        throw ValidationError("'--media-rate' writes media beside a database; NDJSON carries no media")
+      }
       if fleet != nil {
         if store.user != nil || store.db != nil {
           throw ValidationError("Use '--users <n>' or one of '--user <id>' and '--db <path>'")
@@ -191,20 +207,19 @@ enum GenerateCommand: ParsableCommand {
       let importer = try RecordWriter(database: db, owner: owner, options: importOptions)
       // One file: the records are made on a thread of their own while this one writes
       // them (a fleet already keeps the cores busy with --jobs files at once).
-      let pipelined = options.fleet == nil
-      let summary = try importer.write(prepared: { emit in
-        let generate = { @Sendable (produce: (RecordWriter.Prepared) throws -> Void) throws in
-          try generator.generate { try produce(RecordWriter.Prepared($0)) }
-        }
-        if pipelined { try Pipeline<RecordWriter.Prepared>.run(generate, into: emit) } else { try generate(emit) }
-      }) { progress.update(completed: $0.records, total: perUser) }
+      let written = try generator.write(into: importer, pipelined: options.fleet == nil) {
+        progress.update(completed: $0.records, total: perUser)
+      }
+      let summary = written.records
       return try FileResult(
         Result.database(
           .init(
             records: summary.records, messages: summary.messages, users: summary.users, requests: summary.requests,
             unchanged: summary.unchanged)),
         text: "", row: [String(summary.records), String(summary.messages), String(summary.unchanged)],
-        totals: ["records": summary.records, "messages": summary.messages])
+        totals: ["records": summary.records, "messages": summary.messages].merging(
+          written.media > 0 ? ["media": Int64(written.media), "mediaBytes": written.mediaBytes] : [:]
+        ) { a, _ in a })
     }
     let elapsed = seconds(since: started)
     context.report(
@@ -217,6 +232,8 @@ enum GenerateCommand: ParsableCommand {
       summary: Summary(seed: Int64(bitPattern: base.seed), seconds: elapsed),
       summaryLine:
         "Generated \(reports.total("records").grouped) records for \(reports.count - reports.failedCount) user(s) "
+        + (reports.total("media") > 0
+          ? "with \(reports.total("media").grouped) media (\(ByteCount.format(reports.total("mediaBytes")))) " : "")
         + "in \(String(format: "%.2f", elapsed)) s (seed \(base.seed))"
         + (reports.failedCount > 0 ? "; \(reports.failedCount) failed" : ""))
   }

@@ -2,13 +2,19 @@
 # Media (issue 30): a 1 GiB file up through a real `chat-relay serve` and back down with
 # chat-sync's MediaTransfer (driven by `chat-sync-bench transfer`), each beside `cp` of the
 # same file on the same disk, with both processes' peak memory; the same upload killed
-# (SIGKILL) at random points 20 times, then finished; and the thumbnail of a 24-megapixel
-# JPEG beside ImageMagick's `convert -thumbnail`.
+# (SIGKILL) at random points 20 times, then finished; the thumbnail of a 24-megapixel
+# JPEG beside ImageMagick's `convert -thumbnail`; and a store of about 20,000 media made by
+# `chatdb generate --media-rate` (85 GiB logical, sparse: about 140 MiB on disk), its
+# `chatdb usage --json` beside `du`, and `chatdb evict --media-max-size` to half of it
+# (after a --dry-run) beside `rm` of the same files.
 #
-#   scripts/bench.d/media.sh BIN WORK
+#   [MEDIA_PART=all|transfer|store] scripts/bench.d/media.sh BIN WORK
 #
-# BIN holds release chat-relay and chat-sync-bench; WORK is scratch space (WORK/media is
-# recreated, about 3 GiB). About 1 minute.
+# BIN holds release chat-relay, chat-sync-bench and chatdb; WORK is scratch space (WORK/media
+# is recreated, about 3 GiB). MEDIA_PART=transfer runs only the 1 GiB transfers and the
+# thumbnail (about 1 minute), MEDIA_PART=store only the store (about 1 minute on 2 cores,
+# most of it hashing the generated files); the default, all, runs both, each recording its
+# own table.
 #
 # A transfer's time is its own (chat-sync-bench's JSON: from its first request until the
 # last byte is stored, synced and checked); the file's SHA-256 is computed before (the
@@ -20,14 +26,106 @@
 set -euo pipefail
 bin=$1
 work=$2
+part=${MEDIA_PART:-all}
+case $part in
+  all | transfer | store) ;;
+  *) echo "Error: MEDIA_PART takes 'all', 'transfer' or 'store'" >&2; exit 64 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
 source scripts/lib.sh
 ensure_packages time imagemagick "${RUNTIME_PACKAGES[@]}"
 record() { python3 scripts/bench.d/record.py "$@"; }
+best() { python3 -c "import sys; print(min(float(x) for x in sys.argv[1:]))" "$@"; }
 d="$work/media"
 rm -rf "$d" && mkdir -p "$d"
 trap 'kill -9 $(jobs -pr) 2>/dev/null || true; rm -rf "$d"' EXIT
+
+# A store of media at scale: what `chatdb usage` and `chatdb evict` cost with ~20,000
+# files. `chatdb generate --media-rate 0.2` on 100,000 messages attaches a media to about a
+# fifth of them (images 0.2-4 MB, videos 5-100 MB, audio, files; sparse files named by the
+# SHA-256 of their bytes). usage and du are best of 3 (warm cache); du -s --apparent-size
+# stats every file of the folder, the floor of usage's folder total. The eviction runs
+# once (it removes the files): a --dry-run first must plan as many files as it evicts;
+# its longest write transaction is its own figure (maxChunkMillis); rm is xargs rm of the
+# same files in a copy of the folder made before. Both remove files synced to disk.
+store_part() {
+  local s="$d/store"
+  local db="$s/chats-1.db"
+  mkdir -p "$s"
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$bin/chatdb" generate --db "$db" --contacts 1000 --messages 100000 --media-rate 0.2 --seed 42 \
+    >/dev/null
+  t1=$(date +%s.%N)
+  # Settled on disk first: a file unlinked while the kernel writes its page back waits for
+  # the write (an eviction right after generate took 2 to 24 s instead of 0.5).
+  sync
+  local generate_s usages=() dus=()
+  generate_s=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1")
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e" -o "$d/time" "$bin/chatdb" usage --db "$db" --json >"$d/usage.json"
+    usages+=("$(cat "$d/time")")
+    /usr/bin/time -f "%e" -o "$d/time" du -s --apparent-size "$s/chats-1.media" >/dev/null
+    dus+=("$(cat "$d/time")")
+  done
+  local half
+  half=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0]['result']['media']['localBytes'] // 2)" \
+    "$d/usage.json")
+  "$bin/chatdb" evict --db "$db" --media-max-size "${half}B" --dry-run --json >"$d/dry.json"
+  cp -a --sparse=always "$s/chats-1.media" "$d/peer"
+  sync
+  /usr/bin/time -f "%e" -o "$d/time" "$bin/chatdb" evict --db "$db" --media-max-size "${half}B" --json >"$d/evict.json"
+  local evict_s rm_s
+  evict_s=$(cat "$d/time")
+  python3 -c "
+import sqlite3, sys
+for (name,) in sqlite3.connect(sys.argv[1]).execute(\"SELECT sha256 FROM Media WHERE state = 'evicted'\"):
+    print(name)" "$db" >"$d/evicted.txt"
+  (cd "$d/peer" && /usr/bin/time -f "%e" -o "$d/time" xargs rm -f <"$d/evicted.txt")
+  rm_s=$(cat "$d/time")
+  rm -rf "$d/peer"
+  "$bin/chatdb" check --db "$db" --json >"$d/check.json" || true
+
+  python3 - "$generate_s" "$(best "${usages[@]}")" "$(best "${dus[@]}")" "$evict_s" "$rm_s" "$half" "$d" <<'PY'
+import json, sys
+sys.path.insert(0, "scripts/bench.d")
+import record
+generate_s, usage_s, du_s, evict_s, rm_s = map(float, sys.argv[1:6])
+half, d = int(sys.argv[6]), sys.argv[7]
+result = lambda name: json.load(open(f"{d}/{name}.json"))["files"][0]["result"]
+media, dry, evicted, check = result("usage")["media"], result("dry")["media"], result("evict"), result("check")
+ok = lambda good: "✔ pass" if good else "✘ miss"
+gib = lambda n: f"{n / (1 << 30):.1f} GiB"
+files = media["localFiles"]
+rows = [
+    (f"generate --media-rate 0.2: {files:,} media, {gib(media['localBytes'])} (sparse), 100,000 messages",
+     f"{generate_s:.1f} s", "", "", "<= 60 s", ok(generate_s <= 60)),
+    (f"usage --json with {files:,} media files", f"{usage_s:.2f} s", f"du --apparent-size {du_s:.2f} s",
+     f"{usage_s / du_s:.1f}x", "<= 1 s", ok(usage_s <= 1)),
+    (f"evict --media-max-size {gib(half)}: {evicted['evictedMedia']:,} files, {gib(evicted['evictedMediaBytes'])}",
+     f"{evict_s:.2f} s", f"rm {rm_s:.2f} s", f"{evict_s / rm_s:.1f}x", "", ""),
+    (f"  its longest write transaction (of {evicted['chunks']}; 99% under {evicted['p99ChunkMillis']} ms)",
+     f"{evicted['maxChunkMillis']} ms", "", "", "<= 50 ms", ok(evicted["maxChunkMillis"] <= 50)),
+    ("  --dry-run's files / the run's", f"{dry['evictFiles']:,} / {evicted['evictedMedia']:,}", "", "", "equal",
+     ok(dry["evictFiles"] == evicted["evictedMedia"])),
+    ("  chatdb check afterwards", "clean" if check["clean"] else f"{len(check['findings'])} finding(s)", "", "",
+     "clean", ok(check["clean"])),
+]
+for r in rows:
+    print("   " + " | ".join(r))
+record.table("media", ("what", "figure", "peer", "ratio", "goal", "result"), rows, [
+    "A store made by chatdb generate --media-rate 0.2 --seed 42 (1,000 contacts): images 70% (0.2-4 MB), videos 10% "
+    "(5-100 MB), audio 10% (0.5-10 MB), files 10% (10 KB-20 MB), log-uniform, each a sparse file named by the SHA-256 "
+    "of its bytes (generate's time is mostly hashing them, on both cores). usage and du -s --apparent-size of the "
+    "folder: best of 3, warm cache. The eviction runs once, to half the media's bytes, least recently accessed "
+    "first; rm is xargs rm of the same files in a copy of the folder."])
+PY
+}
+if [ "$part" = store ]; then
+  store_part
+  exit 0
+fi
 
 size=$((1 << 30))
 head -c "$size" /dev/urandom >"$d/file.bin"
@@ -44,7 +142,6 @@ transfer() {
   /usr/bin/time -f "%e %M" -o "$d/time" "$bin/chat-sync-bench" transfer --server "$url" --token-file "$d/token" \
     --file "$d/file.bin" --sha256 "$sha" "$@"
 }
-best() { python3 -c "import sys; print(min(float(x) for x in sys.argv[1:]))" "$@"; }
 # The transfer's own seconds (its JSON), from its first request to the last byte stored.
 seconds() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['seconds'])" "$1"; }
 
@@ -165,3 +262,4 @@ record.table("media", ("what", "figure", "peer", "ratio", "goal", "result"), row
     "user space. The image is ImageMagick's plasma:fractal at 6000x4000, JPEG quality 90; the thumbnail's time is "
     "the whole process, libvips' loading included."])
 PY
+if [ "$part" = all ]; then store_part; fi

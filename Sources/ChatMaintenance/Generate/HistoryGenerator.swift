@@ -35,8 +35,13 @@ import ChatStore
 ///   those are DELIVERED (unread). So in every conversation the unread messages are
 ///   the newest incoming ones and the owner has not written since the first of them.
 ///
-/// Memory: O(`contacts`), whatever `messages` is. `generate` runs the timeline twice
-/// (the first run, without texts, learns each conversation's newest messages).
+/// **Media** (`mediaRate`, ``GeneratedMedia``): a share of the messages carry one, in
+/// `Message.attachments` (its thumbnail and SHA-256 made here); `write(into:pipelined:progress:)`
+/// writes their files and rows. An edit or tombstone record carries none.
+///
+/// Memory: O(`contacts`), whatever `messages` is (with media, at most a few thousand
+/// messages wait for their media's hashes: `HeldMessages`). `generate` runs the timeline
+/// twice (the first run, without texts, learns each conversation's newest messages).
 ///
 /// Degenerate options are settled, not refused: negative counts count as 0; with no
 /// contacts there are no messages and no requests; `days` is at least 1; the history
@@ -68,6 +73,10 @@ public struct HistoryGenerator: Sendable {
     /// The share of messages deleted for everyone (0 to 1, with `editRate` at most 1):
     /// emitted as sent, then again as a tombstone.
     public var deleteRate: Double = 0
+    /// The share of messages that carry a media (0 to 1; ``GeneratedMedia``): an image,
+    /// a video, an audio or a file, named by the SHA-256 of its bytes. A message deleted
+    /// for everyone carries none.
+    public var mediaRate: Double = 0
 
     public init(owner: Int64, contacts: Int, messages: Int, seed: UInt64) {
       self.owner = owner
@@ -158,11 +167,14 @@ public struct HistoryGenerator: Sendable {
     var requestID: Int64 = 0
     var timeline = makeTimeline()
     let owner = options.owner
-    // Edits and deletes draw from streams of their own: without them, a seed gives the
-    // history it always gave.
+    // Edits, deletes and media draw from streams of their own: without them, a seed
+    // gives the history it always gave.
     let changing = options.editRate > 0 || options.deleteRate > 0
     var changes = HistoryRandom(seed: options.seed, stream: .changes)
     var changeText = HistoryRandom(seed: options.seed ^ 0x5EED_ED17, stream: .text)
+    let mediaRate = options.mediaRate
+    var mediaRandom = HistoryRandom(seed: options.seed, stream: .media)
+    var held = HeldMessages()
     while let slot = timeline.next() {
       let id = MessageID.make(milliseconds: slot.milliseconds, sequence: slot.sequence)
       let content = text.compose(&textRandom, scratch: scratch)
@@ -182,7 +194,7 @@ public struct HistoryGenerator: Sendable {
           id: id, fromUserID: contact, toUserID: owner, content: content,
           status: index >= profiles.firstUnread[slot.contact] ? .delivered : .read, createdAt: createdAt)
       }
-      try emit(.message(message))
+      var change: Message?
       if changing {
         let draw = changes.unit()
         if draw < options.deleteRate + options.editRate {
@@ -196,10 +208,25 @@ public struct HistoryGenerator: Sendable {
             changed.version = 1
             changed.editedAt = at
           }
-          try emit(.message(changed))
+          change = changed
         }
       }
+      // A media is drawn for a message deleted for everyone too (so the others' do not
+      // depend on --delete-rate), then dropped with the rest of its content.
+      var media: GeneratedMedia?
+      if mediaRate > 0 && mediaRandom.unit() < mediaRate {
+        media = GeneratedMedia(&mediaRandom, seed: options.seed, messageID: id)
+        if change?.deletedAt != nil { media = nil }
+      }
+      if media == nil && held.isEmpty {
+        try emit(.message(message))
+        if let change { try emit(.message(change)) }
+      } else {
+        held.hold(message, change: change, media: media)
+        if held.isFull { try held.release(emit) }
+      }
     }
+    try held.release(emit)
 
     try generateOutbox(after: tally.lastMilliseconds ?? start, firstRequestID: requestID + 1, ids: profiles.ids, emit)
   }

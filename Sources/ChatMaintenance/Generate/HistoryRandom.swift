@@ -21,6 +21,8 @@ struct HistoryRandom: Sendable {
     case contacts = 3
     case outbox = 4
     case changes = 5
+    /// The media of `--media-rate` (``GeneratedMedia``).
+    case media = 6
   }
 
   init(seed: UInt64, stream: Stream) { self.init(seed: seed, streamNumber: stream.rawValue) }
