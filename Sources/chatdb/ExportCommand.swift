@@ -14,7 +14,9 @@ enum ExportCommand: ParsableCommand {
     --all, -o names a folder (it ends in '/' or exists) and each file is written there \
     as chats-<id>.ndjson.zst. The export reads one consistent snapshot while other \
     programs may write, and writes to a temporary file beside the target that is \
-    renamed into place only when complete (mode 0600). 'chatdb import' reads it back.
+    renamed into place only when complete (mode 0600). Messages and requests carry \
+    their attachments' metadata and thumbnails; --with-media adds the media files that \
+    are here after the records, 1 MiB of base64 a line. 'chatdb import' reads it back.
     """
 
   static let examples = [
@@ -28,6 +30,7 @@ enum ExportCommand: ParsableCommand {
     var output: String
     var filter: ExportFilter
     var level: Int32
+    var withMedia: Bool
     init(_ o: inout OptionReader) {
       store = StoreSelection(&o, all: true)
       output =
@@ -51,6 +54,10 @@ enum ExportCommand: ParsableCommand {
           guard let n = Int32(text), (1...19).contains(n) else { throw InvalidValue("a level is 1 to 19") }
           return n
         } ?? 3
+      withMedia = o.flag(
+        "--with-media",
+        help:
+          "Also write the files of the media the export names that are here (chats-<id>.media/), after the records.")
     }
     func validate() throws {
       try store.validate()
@@ -109,11 +116,15 @@ enum ExportCommand: ParsableCommand {
         path: target.path)
     }
     let toStdout = output == "-"
+    let media = options.withMedia ? MediaFolder(database: target.path) : nil
+    let planned =
+      options.withMedia ? try HistoryExporter.mediaToExport(db, filter: options.filter) : (files: 0, bytes: 0)
     let file: OutputFile? =
       toStdout
       ? nil
       : try {
-        try requireSpace(FileSystem.databaseSize(atPath: target.path) / 3, toWrite: output)
+        // zstd of base64 is about the bytes it encodes; plain, a third more.
+        try requireSpace(FileSystem.databaseSize(atPath: target.path) / 3 + planned.bytes * 4 / 3, toWrite: output)
         return try OutputFile(path: output)
       }()
     let fd = file?.fileDescriptor ?? 1
@@ -122,19 +133,29 @@ enum ExportCommand: ParsableCommand {
     let zstdSink = zstd ? try HistoryExporter.sink(fileDescriptor: fd, name: name, level: options.level) : nil
     let sink: any ByteSink = zstdSink ?? PlainSink(fileDescriptor: fd, name: name)
     let total = try db.int64("SELECT count(*) FROM Messages")
-    let counts = try HistoryExporter.export(db, owner: owner, filter: options.filter, to: sink) {
+    let counts = try HistoryExporter.export(db, owner: owner, filter: options.filter, media: media, to: sink) {
       progress.update(completed: $0, total: total, bytes: zstdSink?.compressedBytes ?? sink.bytesWritten)
     }
     try file?.commit()
     let bytesOut = zstdSink?.compressedBytes ?? sink.bytesWritten
     let elapsed = seconds(since: started)
+    // Local media whose file is missing or not its size were left out (`chatdb check` names them).
+    let skipped = counts.media.map { max(0, planned.files - $0) }
+    var mediaText = ""
+    if let files = counts.media, let bytes = counts.mediaBytes {
+      mediaText = ", \(files.grouped) media files (\(ByteCount.format(bytes)))"
+      if let skipped, skipped > 0 {
+        mediaText += ", \(skipped.grouped) left out: missing or not their recorded size (see chatdb check)"
+      }
+    }
     return try FileResult(
       Result(
         output: output, compression: zstd ? "zstd" : "none", users: counts.users, messages: counts.messages,
-        requests: counts.requests, bytesIn: sink.bytesWritten, bytesOut: bytesOut, seconds: elapsed),
+        requests: counts.requests, mediaFiles: counts.media, mediaBytes: counts.mediaBytes, mediaSkipped: skipped,
+        bytesIn: sink.bytesWritten, bytesOut: bytesOut, seconds: elapsed),
       text:
-        "\(target.path) → \(output): \(counts.messages.grouped) messages, \(counts.users.grouped) users, \(counts.requests.grouped) requests; "
-        + "\(ByteCount.format(sink.bytesWritten)) of NDJSON"
+        "\(target.path) → \(output): \(counts.messages.grouped) messages, \(counts.users.grouped) users, \(counts.requests.grouped) requests"
+        + mediaText + "; \(ByteCount.format(sink.bytesWritten)) of NDJSON"
         + (zstd ? " in \(ByteCount.format(bytesOut)) of zstd" : "") + " (\(String(format: "%.2f", elapsed)) s)",
       row: [String(counts.messages), ByteCount.format(bytesOut), output],
       totals: ["messages": counts.messages, "bytesOut": bytesOut])
@@ -149,6 +170,11 @@ enum ExportCommand: ParsableCommand {
     var users: Int64
     var messages: Int64
     var requests: Int64
+    /// `--with-media`: the media files written after the records and their bytes, and the
+    /// local media left out because the file is missing or not its recorded size.
+    var mediaFiles: Int64?
+    var mediaBytes: Int64?
+    var mediaSkipped: Int64?
     /// Bytes of NDJSON.
     var bytesIn: Int64
     /// Bytes written (compressed).
@@ -158,7 +184,8 @@ enum ExportCommand: ParsableCommand {
     static var example: Result {
       Result(
         output: "chats-42.ndjson.zst", compression: "zstd", users: 200, messages: 100_000, requests: 50,
-        bytesIn: 31_457_280, bytesOut: 6_291_456, seconds: 0.92)
+        mediaFiles: 120, mediaBytes: 157_286_400, mediaSkipped: 0, bytesIn: 241_172_480, bytesOut: 163_577_856,
+        seconds: 1.84)
     }
   }
 }

@@ -22,7 +22,10 @@ enum ImportCommand: ParsableCommand {
     is limited to \(maximumContentBytes) bytes. A new device of a user takes the history \
     older than the relay keeps from another device's export with --other-device: that \
     device's outbox stays its own, and messages are keyed by the relay's ids, so what \
-    this device's sync stored already is not duplicated.
+    this device's sync stored already is not duplicated. Attachments become media rows, \
+    'remote' unless the file is in the media folder (chats-<id>.media/); the files of \
+    an export made with --with-media are written there, each checked against its \
+    SHA-256 before it takes its name, and a file already there is skipped.
     """
 
   static let examples = [
@@ -102,9 +105,10 @@ enum ImportCommand: ParsableCommand {
       let summary: ImportSummary
       do {
         var created = false
+        // The media files go beside the file's final name; they go too if it fails.
         (summary, _) = try importHistory(
           from: try ByteSource.open(path: input), into: temporary, owner: header.userID, options, progress,
-          expected: nil, created: &created)
+          expected: nil, media: MediaFolder(database: path), discardsOnFailure: true, created: &created)
         try publish(temporary, as: path)
       } catch {
         FileSystem.removeDatabase(atPath: temporary)
@@ -126,7 +130,10 @@ enum ImportCommand: ParsableCommand {
         }
         if owner == nil && !FileSystem.exists(path) { owner = exporter }
       }
-      try requireSpace((try verification.decodedBytes ?? estimatedDecodedBytes(input)) * 3 / 2, toWrite: path)
+      // The NDJSON of records takes about 1.5× in the database; a media file its own size.
+      let decoded = try verification.decodedBytes ?? estimatedDecodedBytes(input)
+      try requireSpace(
+        (decoded - verification.mediaLineBytes) * 3 / 2 + verification.mediaBytes, toWrite: path)
     }
     let source = try ByteSource.open(path: input)
     if input == "-" && owner == nil && !FileSystem.exists(path) {
@@ -138,7 +145,8 @@ enum ImportCommand: ParsableCommand {
     let resolvedOwner: Int64
     do {
       (summary, resolvedOwner) = try importHistory(
-        from: source, into: path, owner: owner, options, progress, expected: expected, created: &created)
+        from: source, into: path, owner: owner, options, progress, expected: expected,
+        media: MediaFolder(database: path), discardsOnFailure: false, created: &created)
     } catch {
       // A file this import created holds nothing of value when nothing was committed.
       if created && ((error as? ImportError)?.committed.records ?? 0) == 0 { FileSystem.removeDatabase(atPath: path) }
@@ -188,13 +196,18 @@ enum ImportCommand: ParsableCommand {
     return try FileResult(
       Result(
         input: input, owner: resolvedOwner, records: summary.records, users: summary.users,
-        messages: summary.messages, requests: summary.requests, edits: summary.edits, unchanged: summary.unchanged,
+        messages: summary.messages, requests: summary.requests, edits: summary.edits,
+        attachments: summary.attachments, mediaFiles: summary.mediaFiles, mediaBytes: summary.mediaBytes,
+        unchanged: summary.unchanged,
         rejected: summary.rejected, otherDevice: summary.otherDevice, batches: summary.batches,
         bytesIn: summary.bytesIn, seconds: elapsed, rejects: options.rejects, created: created),
       text:
         "\(input) → \(path): \(summary.records.grouped) records in \(summary.batches.grouped) batches (\(String(format: "%.2f", elapsed)) s): "
         + "\(summary.messages.grouped) messages, \(summary.users.grouped) users, \(summary.requests.grouped) requests"
-        + (summary.edits > 0 ? ", \(summary.edits.grouped) older versions" : "") + " changed; "
+        + (summary.edits > 0 ? ", \(summary.edits.grouped) older versions" : "")
+        + (summary.attachments > 0 ? ", \(summary.attachments.grouped) attachments" : "") + " changed; "
+        + (summary.mediaFiles > 0
+          ? "\(summary.mediaFiles.grouped) media files written (\(ByteCount.format(summary.mediaBytes))); " : "")
         + "\(summary.unchanged.grouped) already there; \(summary.rejected.grouped) rejected"
         + (options.otherDevice ? "; \(summary.otherDevice) outbox requests left to the other device" : "")
         + (summary.rejected > 0 && options.rejects != nil ? " (see \(options.rejects!))" : ""),
@@ -204,7 +217,7 @@ enum ImportCommand: ParsableCommand {
   /// Opens (or creates) the database and runs the import; the connection is closed on return.
   static func importHistory(
     from source: ByteSource, into path: String, owner: Int64?, _ options: Options, _ progress: FileProgress,
-    expected: Int64?,
+    expected: Int64?, media: MediaFolder, discardsOnFailure: Bool,
     created: inout Bool
   ) throws -> (ImportSummary, Int64) {
     let (db, resolvedOwner, wasCreated) = try openForWriting(path: path, owner: owner)
@@ -215,6 +228,8 @@ enum ImportCommand: ParsableCommand {
     importerOptions.batchSize = options.batchSize
     importerOptions.skipBadRecords = options.skipBadRecords
     importerOptions.fromOtherDevice = options.otherDevice
+    importerOptions.mediaFolder = media
+    importerOptions.discardsOnFailure = discardsOnFailure
     let importer = try HistoryImporter(database: db, owner: resolvedOwner, options: importerOptions)
     let summary = try importer.run(source, rejects: rejectsSink) {
       progress.update(completed: $0.records, total: expected, bytes: $0.bytesIn)
@@ -234,6 +249,12 @@ enum ImportCommand: ParsableCommand {
     var requests: Int64
     /// Older versions added to edited messages' history (format 2's `edit` records).
     var edits: Int64
+    /// Attachment rows added to messages and requests (format 3).
+    var attachments: Int64
+    /// Media files written into the media folder (an export made with `--with-media`)
+    /// and their bytes.
+    var mediaFiles: Int64
+    var mediaBytes: Int64
     /// Records the file already held as they are.
     var unchanged: Int64
     var rejected: Int64
@@ -250,7 +271,8 @@ enum ImportCommand: ParsableCommand {
     static var example: Result {
       Result(
         input: "history.ndjson.zst", owner: 42, records: 100_250, users: 200, messages: 100_000, requests: 50,
-        edits: 0, unchanged: 0, rejected: 2, otherDevice: 0, batches: 21, bytesIn: 31_457_280, seconds: 1.84,
+        edits: 0, attachments: 0, mediaFiles: 0, mediaBytes: 0, unchanged: 0, rejected: 2, otherDevice: 0,
+        batches: 21, bytesIn: 31_457_280, seconds: 1.84,
         rejects: "rejects.ndjson",
         created: true)
     }

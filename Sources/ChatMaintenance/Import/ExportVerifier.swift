@@ -24,14 +24,20 @@ public enum ExportVerifier {
     public var decodedBytes: Int64?
     /// Whose history the header says it is.
     public var userID: Int64?
+    /// Media files in `media` lines (format 3), their bytes, and the bytes of those
+    /// lines (part of `decodedBytes`): what an import writes into the media folder.
+    public var mediaFiles: Int64 = 0
+    public var mediaBytes: Int64 = 0
+    public var mediaLineBytes: Int64 = 0
   }
 
   /// Reads the file at `path`: a chatdb export must decompress cleanly (zstd
-  /// checksum), end with its trailer and hold as many records as the trailer says.
-  /// Other NDJSON (no header on line 1) is not read beyond its first line.
+  /// checksum), end with its trailer and hold as many records as the trailer says, and
+  /// its media files (format 3) whole, each hashing to its name, as many as the trailer
+  /// says. Other NDJSON (no header on line 1) is not read beyond its first line.
   public static func verify(path: String) throws -> Verification {
     let source = try ByteSource.open(path: path)
-    let lines = LineReader(source: source)
+    let lines = LineReader(source: source, maxLineLength: maximumHistoryLineBytes)
     let parser = RecordParser()
     var header: HistoryHeader?
     var decoded: Int64 = 0
@@ -48,10 +54,21 @@ public enum ExportVerifier {
     }
     var records: Int64 = 0
     var trailer: HistoryTrailer?
+    var media = MediaSequence()
+    var mediaLineBytes: Int64 = 0
     while (try lines.nextLine({ line -> Bool in
       decoded += Int64(line.count) + 1
       if hasPrefix(line, #"{"type":"trailer""#), (try? parser.parse(line)) == .trailer {
         do { trailer = try parser.trailer() } catch {
+          throw StoreError(.badInput, "\(path):\(lines.lineNumber): \(error)", path: path)
+        }
+      } else if hasPrefix(line, #"{"type":"media""#) {
+        // A file's bytes: checked here whole, so a damaged one changes nothing.
+        mediaLineBytes += Int64(line.count) + 1
+        do {
+          guard try parser.parseLine(line) == .media else { throw RecordError("not a media line") }
+          _ = try media.take(try parser.mediaPiece())
+        } catch {
           throw StoreError(.badInput, "\(path):\(lines.lineNumber): \(error)", path: path)
         }
       } else if !line.isEmpty {
@@ -62,11 +79,20 @@ public enum ExportVerifier {
     guard let trailer else {
       throw StoreError(.badInput, "\(path): the trailer is missing: the export is incomplete (truncated?)", path: path)
     }
+    do { try media.finish() } catch { throw StoreError(.badInput, "\(path): \(error)", path: path) }
     guard trailer.total == records else {
       throw StoreError(
         .badInput, "\(path): the trailer counts \(trailer.total) records but the file holds \(records)", path: path)
     }
-    return Verification(isExport: true, records: records, decodedBytes: decoded, userID: header.userID)
+    guard (trailer.media ?? 0) == media.files && (trailer.mediaBytes ?? 0) == media.bytes else {
+      throw StoreError(
+        .badInput,
+        "\(path): the trailer counts \(trailer.media ?? 0) media files of \(trailer.mediaBytes ?? 0) bytes "
+          + "but the file holds \(media.files) of \(media.bytes)", path: path)
+    }
+    return Verification(
+      isExport: true, records: records, decodedBytes: decoded, userID: header.userID, mediaFiles: media.files,
+      mediaBytes: media.bytes, mediaLineBytes: mediaLineBytes)
   }
 
   /// The header on the first line of `source`, which is then read again from its start

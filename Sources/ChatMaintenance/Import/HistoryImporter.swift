@@ -11,6 +11,11 @@ public struct ImportSummary: Sendable, Equatable {
   public var requests: Int64 = 0
   /// Older versions added to messages' edit history (format 2's `edit` records).
   public var edits: Int64 = 0
+  /// Attachment rows added to messages and requests (format 3).
+  public var attachments: Int64 = 0
+  /// Media files written into the media folder from `media` lines, and their bytes.
+  public var mediaFiles: Int64 = 0
+  public var mediaBytes: Int64 = 0
   /// Records already in the file exactly as given (a re-import changes nothing).
   public var unchanged: Int64 = 0
   /// Records rejected with `skipBadRecords`.
@@ -50,6 +55,14 @@ struct HeaderError: Error, CustomStringConvertible {
   var description: String { "header: \(reason)" }
 }
 
+/// A bad `media` line (format 3): a file's bytes cut short or not hashing to its name
+/// are a damaged export, never skipped as one bad record.
+struct MediaError: Error, CustomStringConvertible {
+  var reason: String
+  var line: Int
+  var description: String { reason }
+}
+
 /// Imports an NDJSON history (plain or zstd) from a stream into a user's file, through
 /// a `RecordWriter` (batch transactions, idempotent).
 ///
@@ -69,6 +82,9 @@ public final class HistoryImporter {
 
   let writer: RecordWriter
   let parser = RecordParser()
+  /// The `media` lines so far, and the file they are writing.
+  private var media = MediaSequence()
+  private var incoming: IncomingMedia?
 
   /// Prepares an import into `db`, which must be at the latest schema version.
   public init(database: Database, owner: Int64, options: Options = Options()) throws {
@@ -90,11 +106,11 @@ public final class HistoryImporter {
     // Skipping bad records keeps each rejected line's text for the rejects file, and
     // inserts one message at a time: it stays on one thread.
     if !options.skipBadRecords { return try runPipelined(source, progress: progress) }
-    let lines = LineReader(source: source)
     var header: HistoryHeader?
     var trailer: HistoryTrailer?
     var seen = HistoryTrailer()
     var rejectWriter = JSONLineWriter()
+    let lines = LineReader(source: source, maxLineLength: maximumHistoryLineBytes)
     do {
       try writer.begin()
       while let outcome = try lines.nextLine({ line -> LineOutcome in
@@ -108,6 +124,7 @@ public final class HistoryImporter {
           case .record(let record, let at, _):
             try write(record, at: at, counting: &seen)
             return .imported
+          case .media(let piece, let at): try receive(piece, at: at)
           }
           return .skipped
         } catch let error as RecordError where options.skipBadRecords {
@@ -129,7 +146,7 @@ public final class HistoryImporter {
       try checkTrailer(header: header, trailer: trailer, seen: seen, source: source)
       try writer.finish()
     } catch {
-      writer.abandon()
+      abandon()
       if let rejects {
         try? rejectWriter.flush(to: rejects)
         try? rejects.finish()
@@ -148,9 +165,10 @@ public final class HistoryImporter {
   enum LineOutcome { case imported, skipped }
 
   /// What the parsing thread hands the writing one: a record with its line and the
-  /// input's bytes read so far, or the header or trailer.
+  /// input's bytes read so far, a piece of a media file, or the header or trailer.
   enum Parsed: Sendable {
     case record(RecordWriter.Prepared, line: Int, bytesRead: Int64)
+    case media(MediaPiece, line: Int)
     case header(HistoryHeader)
     case trailer(HistoryTrailer)
   }
@@ -175,7 +193,7 @@ public final class HistoryImporter {
       try writer.begin()
       try Pipeline<Parsed>.run(
         { emit in
-          let lines = LineReader(source: input.value)
+          let lines = LineReader(source: input.value, maxLineLength: maximumHistoryLineBytes)
           let parser = RecordParser()
           var afterTrailer = false
           do {
@@ -192,6 +210,8 @@ public final class HistoryImporter {
             throw ParseFailure(error: error, line: lines.lineNumber)
           }
         },
+        // A media piece holds up to 1 MiB: blocks of them are handed over by their bytes.
+        weight: { parsed in if case .media(let piece, _) = parsed { piece.data.count } else { 0 } },
         into: { parsed in
           switch parsed {
           case .header(let h): header = h
@@ -203,15 +223,18 @@ public final class HistoryImporter {
               summary.bytesIn = bytesRead
               progress(summary)
             }
+          case .media(let piece, let at):
+            line = at
+            try receive(piece, at: at)
           }
         })
       try checkTrailer(header: header, trailer: trailer, seen: seen, source: source)
       try writer.finish()
     } catch let parse as ParseFailure {
-      writer.abandon()
+      abandon()
       throw failure(parse.error, source: source, line: parse.line)
     } catch {
-      writer.abandon()
+      abandon()
       throw failure(error, source: source, line: line)
     }
     summary.hadHeader = header != nil
@@ -228,9 +251,9 @@ public final class HistoryImporter {
   ) throws -> Parsed? {
     if line.isEmpty { return nil }
     if afterTrailer { throw RecordError("data after the trailer") }
-    let kind: RecordParser.Kind
+    let kind: RecordParser.Line
     do {
-      kind = try parser.parse(line)
+      kind = try parser.parseLine(line)
     } catch {
       // A bad line 1 that starts as a header is a bad header (never skipped).
       if lineNumber == 1 && ExportVerifier.hasPrefix(line, #"{"type":"header""#) {
@@ -239,14 +262,49 @@ public final class HistoryImporter {
       throw error
     }
     switch kind {
-    case .header:
+    case .kind(.header):
       guard lineNumber == 1 else { throw RecordError("a header is only allowed on line 1") }
       return .header(try checkedHeader(parser, owner: owner))
-    case .trailer: return .trailer(try parser.trailer())
-    case .user, .message, .request, .edit:
+    case .kind(.trailer): return .trailer(try parser.trailer())
+    case .kind(let kind):
       // Prepared here, on the parsing thread of a pipelined import.
-      return .record(RecordWriter.Prepared(try parser.record(kind)), line: lineNumber, bytesRead: bytesRead)
+      let record = try parser.record(kind)
+      let attachments = kind == .request ? try parser.attachmentList() : []
+      return .record(
+        RecordWriter.Prepared(record, requestAttachments: attachments), line: lineNumber, bytesRead: bytesRead)
+    case .media:
+      // Decoded here too; a bad media line is a damaged export, never skipped.
+      do { return .media(try parser.mediaPiece(), line: lineNumber) } catch {
+        throw MediaError(reason: "\(error)", line: lineNumber)
+      }
     }
+  }
+
+  /// Takes one piece of a media file: checked in order and hashed (``MediaSequence``),
+  /// written through a temporary file that takes its name once the last piece checked
+  /// out (``IncomingMedia``); its row is then `local` and committed.
+  private func receive(_ piece: MediaPiece, at line: Int) throws {
+    writer.currentLine = line
+    do {
+      let starts = media.betweenFiles
+      let complete = try media.take(piece)
+      if starts { incoming = try writer.beginMedia(piece) }
+      try incoming?.write(piece.data)
+      if complete, let file = incoming {
+        incoming = nil
+        try writer.finishMedia(file)
+      }
+    } catch let error as RecordError {
+      throw MediaError(reason: error.description, line: line)
+    }
+  }
+
+  /// After a failure: rolls the batch back and removes the media files left without
+  /// their rows (and an unfinished one).
+  private func abandon() {
+    writer.abandon()
+    incoming = nil
+    writer.discardMedia()
   }
 
   /// Writes one record of line `at` into the current batch.
@@ -264,7 +322,15 @@ public final class HistoryImporter {
     if header != nil && trailer == nil {
       throw fail("\(source.name): the trailer is missing: the export is incomplete (truncated?)", .badInput)
     }
-    if let trailer, trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && trailer != seen) {
+    do { try media.finish() } catch { throw fail("\(source.name): \(error)", .badInput) }
+    if let trailer, (trailer.media ?? 0) != media.files || (trailer.mediaBytes ?? 0) != media.bytes {
+      throw fail(
+        "\(source.name): the trailer counts \(trailer.media ?? 0) media files of \(trailer.mediaBytes ?? 0) bytes, "
+          + "but the file holds \(media.files) of \(media.bytes)", .badInput)
+    }
+    if let trailer,
+      trailer.total != seen.total + summary.rejected || (summary.rejected == 0 && !trailer.countsSameRecords(as: seen))
+    {
       throw fail(
         "\(source.name): the trailer counts \(trailer.users) users, \(trailer.messages) messages, \(trailer.requests) requests and \(trailer.edits) edits, "
           + "but the file holds \(seen.users), \(seen.messages), \(seen.requests) and \(seen.edits)", .badInput)
@@ -277,6 +343,7 @@ public final class HistoryImporter {
     case let error as ImportError: return error
     case let error as RecordError: return fail("\(source.name):\(error.line ?? line): \(error)", .badInput)
     case let error as HeaderError: return fail("\(source.name):1: \(error)", .badInput)
+    case let error as MediaError: return fail("\(source.name):\(error.line): \(error)", .badInput)
     case let error as StoreError: return fail(error.message, error.kind)
     case let error as SQLiteError:
       let store = StoreError.from(error, path: writer.db.path, doing: "import into")

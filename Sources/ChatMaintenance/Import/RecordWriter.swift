@@ -29,6 +29,12 @@ public final class RecordWriter {
     /// not imported), and its messages' request ids, which number that device's
     /// requests, are dropped.
     public var fromOtherDevice = false
+    /// Where the files of `media` lines go, and where an attachment's file is looked for
+    /// (format 3): nil for the database's own folder (`chats-<id>.media/` beside it).
+    public var mediaFolder: MediaFolder?
+    /// The database is thrown away when the import fails (a new file imported through a
+    /// temporary one): the media files it wrote are then removed too, committed or not.
+    public var discardsOnFailure = false
     public init() {}
   }
 
@@ -49,6 +55,8 @@ public final class RecordWriter {
   private(set) var committed = ImportSummary()
   /// The input line (or record number) being written, for errors found later.
   var currentLine = 0
+  /// The media files this writer put in the folder (their SHA-256s), for ``discardMedia()``.
+  var createdMedia: [String] = []
   /// Set for generated records: a message the file holds must be the same message.
   private var generated = false
   private var inBatch = 0
@@ -69,6 +77,9 @@ public final class RecordWriter {
   private let advanceStatus: Statement
   private let storedMessage: Statement
   private let insertEdit: Statement
+  private let insertAttachment: Statement
+  private let insertRequestAttachment: Statement
+  private let shownMessage: Statement
   /// Messages waiting for the multi-row insert, with the line each came from and their
   /// CJK index text.
   private var pendingMessages: [(message: Message, line: Int, segments: String?)] = []
@@ -115,6 +126,13 @@ public final class RecordWriter {
       VALUES \(Array(repeating: tuple, count: Self.rowsPerInsert).joined(separator: ", "))
       """)
     insertEdit = try database.prepare(HotQuery.storeEarlierVersion.sql)
+    insertAttachment = try database.prepare(HotQuery.insertAttachment.sql)
+    insertRequestAttachment = try database.prepare(
+      """
+      INSERT INTO RequestAttachments (request_id, position, media_id, thumbnail) VALUES (?1, ?2, ?3, ?4)
+      ON CONFLICT DO NOTHING
+      """)
+    shownMessage = try database.prepare("SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL")
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)
     insertRequest = try database.prepare(
@@ -139,9 +157,12 @@ public final class RecordWriter {
     public var record: Record
     /// A message's CJK index text, nil when it has no CJK (or the record is no message).
     var segments: String?
+    /// A request's attachments (format 3; a message's are in its `Message`).
+    public var requestAttachments: [Attachment]
 
-    public init(_ record: Record) {
+    public init(_ record: Record, requestAttachments: [Attachment] = []) {
       self.record = record
+      self.requestAttachments = requestAttachments
       if case .message(let m) = record { segments = SearchIndexUpkeep.segments(m.content) }
     }
   }
@@ -354,8 +375,47 @@ public final class RecordWriter {
         summaries.changed(conversation: r.toUserID)
         try search.insertedRequest(id: r.requestID)
       }
+      try storeAttachments(prepared.requestAttachments, ofRequest: r)
     }
   }
+
+  // MARK: - Attachments
+
+  /// Where media files are (format 3).
+  var mediaFolder: MediaFolder { options.mediaFolder ?? MediaFolder(database: db.path) }
+
+  /// Stores a message's attachments once its row is in: media rows (`remote` unless the
+  /// file is here) and attachment rows a second import leaves as they are; nothing for
+  /// a tombstone (a delete for everyone dropped them).
+  private func storeAttachments(of m: Message) throws {
+    guard !m.attachments.isEmpty, try shownMessage.first([m.id], { _ in true }) == true else { return }
+    let ids = try ChatRepository.storeImportedMedia(m.attachments, at: m.createdAt, folder: mediaFolder, db)
+    for (position, (attachment, id)) in zip(m.attachments, ids).enumerated() {
+      try insertAttachment.execute([m.id, position, id, attachment.thumbnail])
+      summary.attachments += Int64(db.changes)
+    }
+  }
+
+  /// The same for an outbox request's attachments.
+  private func storeAttachments(_ attachments: [Attachment], ofRequest r: MessageRequest) throws {
+    guard !attachments.isEmpty else { return }
+    let ids = try ChatRepository.storeImportedMedia(attachments, at: r.createdAt, folder: mediaFolder, db)
+    for (position, (attachment, id)) in zip(attachments, ids).enumerated() {
+      try insertRequestAttachment.execute([r.requestID, position, id, attachment.thumbnail])
+      summary.attachments += Int64(db.changes)
+    }
+  }
+
+  /// Writes the waiting messages and changes, so the media rows of every record so far
+  /// are in (before a `media` line is taken).
+  func flushPending() throws {
+    try flushMessages()
+    try applyChanges()
+  }
+
+  /// Commits what the batch holds so far and opens the next (after a media file is in
+  /// place, so its row is committed soon after it).
+  func commitNow() throws { try commitBatch() }
 
   private func bind(_ m: Message, to statement: Statement, at base: Int32) throws {
     try statement.bind(m.id, at: base + 1)
@@ -429,6 +489,7 @@ public final class RecordWriter {
     } else if try !settleExisting(m, line: line) {
       summary.unchanged += 1
     }
+    try storeAttachments(of: m)
   }
 
   /// For a message the insert ignored: moves its status forward (true), leaves it
@@ -474,7 +535,10 @@ public final class RecordWriter {
     let inserted = Int64(insertedIDs.count)
     summary.messages += inserted
     guard inserted < Int64(pendingMessages.count) else {
-      for (m, _, segments) in pendingMessages { try noteInserted(m, segments: segments) }
+      for (m, _, segments) in pendingMessages {
+        try noteInserted(m, segments: segments)
+        try storeAttachments(of: m)
+      }
       return
     }
     // Some were already in the file: their conversations' summaries are recomputed,
@@ -491,6 +555,7 @@ public final class RecordWriter {
     var advanced: Int64 = 0
     for (m, line, _) in pendingMessages where try settleExisting(m, line: line) { advanced += 1 }
     summary.unchanged += Int64(pendingMessages.count) - inserted - advanced
+    for (m, _, _) in pendingMessages { try storeAttachments(of: m) }
   }
 
   /// A message this writer inserted, for the conversation summaries and the search indexes.

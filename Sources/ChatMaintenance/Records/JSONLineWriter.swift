@@ -1,3 +1,5 @@
+import ChatStore
+
 /// Builds NDJSON lines into one reusable byte buffer, escaping strings per RFC 8259,
 /// and hands full chunks to a `ByteSink`. No allocation per line.
 ///
@@ -95,6 +97,38 @@ public struct JSONLineWriter {
       v.withUTF8 { appendString($0) }
     }
     buffer.append(UInt8(ascii: "}"))
+  }
+
+  /// `"name":"<base64>"`, encoded straight into the buffer (a thumbnail, a media piece).
+  public mutating func field(_ name: StaticString, base64 bytes: UnsafeRawBufferPointer) {
+    key(name)
+    buffer.append(UInt8(ascii: "\""))
+    Base64.encode(bytes, into: &buffer)
+    buffer.append(UInt8(ascii: "\""))
+  }
+
+  /// `"attachments":[{"sha256":…,"mime":…,"size":…},…]` (format 3): each attachment's
+  /// metadata and thumbnail, a field left out when unknown; nothing for none.
+  public mutating func field(_ name: StaticString, attachments: [Attachment]) {
+    guard !attachments.isEmpty else { return }
+    key(name)
+    buffer.append(UInt8(ascii: "["))
+    for (index, attachment) in attachments.enumerated() {
+      if index > 0 { buffer.append(UInt8(ascii: ",")) }
+      buffer.append(UInt8(ascii: "{"))
+      needsComma = false
+      field("sha256", attachment.sha256)
+      field("mime", attachment.mime)
+      field("size", attachment.size)
+      if let relayID = attachment.relayID { field("mediaId", relayID) }
+      if let width = attachment.width { field("width", width) }
+      if let height = attachment.height { field("height", height) }
+      if let durationMs = attachment.durationMs { field("durationMs", durationMs) }
+      if let thumbnail = attachment.thumbnail { thumbnail.withUnsafeBytes { field("thumbnail", base64: $0) } }
+      buffer.append(UInt8(ascii: "}"))
+    }
+    buffer.append(UInt8(ascii: "]"))
+    needsComma = true
   }
 
   // MARK: - Scalars
@@ -237,6 +271,7 @@ extension JSONLineWriter {
       if let editedAt = m.editedAt { field("editedAt", editedAt) }
       if let deletedAt = m.deletedAt { field("deletedAt", deletedAt) }
       field("content", m.content)
+      field("attachments", attachments: m.attachments)
       end()
     case .request(let r):
       begin(type: "request")
@@ -273,6 +308,16 @@ extension JSONLineWriter {
     end()
   }
 
+  /// Appends a `media` line (format 3): a piece of a file's bytes, in base64.
+  public mutating func writeMedia(sha256: String, size: Int64, offset: Int64, data: UnsafeRawBufferPointer) {
+    begin(type: "media")
+    field("sha256", sha256)
+    field("size", size)
+    field("offset", offset)
+    field("data", base64: data)
+    end()
+  }
+
   /// Appends the trailer line.
   public mutating func write(_ trailer: HistoryTrailer) {
     begin(type: "trailer")
@@ -280,6 +325,8 @@ extension JSONLineWriter {
     field("messages", trailer.messages)
     field("requests", trailer.requests)
     if trailer.edits > 0 { field("edits", trailer.edits) }
+    if let media = trailer.media { field("media", media) }
+    if let mediaBytes = trailer.mediaBytes { field("mediaBytes", mediaBytes) }
     end()
   }
 }

@@ -10,27 +10,35 @@ import Foundation
 /// }
 /// ```
 /// At most `maxBlocks` blocks of `blockSize` items wait between the two, so memory
-/// stays flat however many there are. When `consume` throws, the producer is stopped
+/// stays flat however many there are; items that hold much (`weight`: a media piece's
+/// bytes) end a block at `maxBlockWeight`. When `consume` throws, the producer is stopped
 /// at its next block and the error is rethrown once its thread has ended; when the
 /// producer throws, the items it emitted before arrive first, then its error.
 public enum Pipeline<Item: Sendable> {
   static var blockSize: Int { 2_048 }
   static var maxBlocks: Int { 4 }
+  /// The weight at which a block is handed over before it is full (4 MiB of bytes).
+  static var maxBlockWeight: Int { 4 << 20 }
 
   /// Calls `consume` on this thread with every item `produce` emits on another, in order.
+  /// `weight` is what an item holds, in bytes beyond its own size (none by default).
   public static func run(
-    _ produce: @escaping @Sendable ((Item) throws -> Void) throws -> Void, into consume: (Item) throws -> Void
+    _ produce: @escaping @Sendable ((Item) throws -> Void) throws -> Void,
+    weight: @escaping @Sendable (Item) -> Int = { _ in 0 }, into consume: (Item) throws -> Void
   ) throws {
     let channel = Channel()
     let thread = Thread {
       var block: [Item] = []
+      var blockWeight = 0
       block.reserveCapacity(blockSize)
       do {
         try produce { record in
           block.append(record)
-          if block.count == blockSize {
+          blockWeight += weight(record)
+          if block.count == blockSize || blockWeight >= maxBlockWeight {
             try channel.send(block)
             block.removeAll(keepingCapacity: true)
+            blockWeight = 0
           }
         }
         if !block.isEmpty { try channel.send(block) }

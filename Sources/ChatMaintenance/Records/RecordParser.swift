@@ -30,6 +30,7 @@ public final class RecordParser {
     case lastModifiedAt, lastSentAt, failCount, nextAttemptAt, failReason
     case format, version, schemaVersion, userId, exportedAt, filters, users, messages, requests
     case editedAt, deletedAt, messageId, edits
+    case attachments, media, mediaBytes, sha256, size, offset, data
 
     static let names: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) }
   }
@@ -49,6 +50,8 @@ public final class RecordParser {
   private(set) var scratch: [UInt8] = []
   /// `filters` of a header, in order.
   private(set) var filters: [(String, String)] = []
+  /// The `attachments` of a message or request (format 3), checked as they are read.
+  private(set) var attachments: [Attachment] = []
 
   public init() { scratch.reserveCapacity(1 << 16) }
 
@@ -57,11 +60,28 @@ public final class RecordParser {
   /// What a line is.
   public enum Kind: Equatable, Sendable { case header, trailer, user, message, request, edit }
 
-  /// Parses `line`; afterwards the typed accessors read its fields.
+  /// What a line is, a `media` line of file bytes (format 3) included.
+  public enum Line: Equatable, Sendable {
+    case kind(Kind)
+    /// A piece of a media file (read with ``mediaPiece()``).
+    case media
+  }
+
+  /// Parses `line`, which must not be a `media` line; afterwards the typed accessors
+  /// read its fields.
   public func parse(_ line: UnsafeBufferPointer<UInt8>) throws(RecordError) -> Kind {
+    switch try parseLine(line) {
+    case .kind(let kind): return kind
+    case .media: throw RecordError.field("type", "a media line holds a file's bytes, not a record")
+    }
+  }
+
+  /// Parses `line`, a `media` line too; afterwards the typed accessors read its fields.
+  public func parseLine(_ line: UnsafeBufferPointer<UInt8>) throws(RecordError) -> Line {
     for i in values.indices { values[i] = .absent }
     scratch.removeAll(keepingCapacity: true)
     filters.removeAll()
+    attachments.removeAll(keepingCapacity: true)
     var scanner = Scanner(bytes: line)
     try parseObject(&scanner)
     scanner.skipSpace()
@@ -71,12 +91,13 @@ public final class RecordParser {
         ? RecordError("missing field 'type'") : RecordError.field("type", "must be a string")
     }
     switch typeText {
-    case "message": return .message
-    case "user": return .user
-    case "request": return .request
-    case "edit": return .edit
-    case "header": return .header
-    case "trailer": return .trailer
+    case "message": return .kind(.message)
+    case "user": return .kind(.user)
+    case "request": return .kind(.request)
+    case "edit": return .kind(.edit)
+    case "media": return .media
+    case "header": return .kind(.header)
+    case "trailer": return .kind(.trailer)
     case let other: throw RecordError.field("type", "unknown record type '\(other)'")
     }
   }
@@ -109,6 +130,14 @@ public final class RecordParser {
     case .int(let v) where v >= 0: return v
     case .int(let v): throw RecordError.field("\(key)", "\(v) is negative")
     default: throw RecordError.field("\(key)", "must be an integer")
+    }
+  }
+
+  /// An optional integer ≥ 0 (absent or null → nil).
+  func optionalCount(_ key: Key) throws(RecordError) -> Int64? {
+    switch values[key.rawValue] {
+    case .absent, .null: nil
+    default: try count(key, default: 0)
     }
   }
 
@@ -198,12 +227,17 @@ public final class RecordParser {
       if deletedAt != nil && !content.isEmpty {
         throw RecordError.field("content", "a message deleted for everyone (deletedAt) keeps no text")
       }
+      // Format 3: its media's metadata.
+      let attachments = try attachmentList()
+      if deletedAt != nil && !attachments.isEmpty {
+        throw RecordError.field("attachments", "a message deleted for everyone (deletedAt) keeps no attachments")
+      }
       return .message(
         Message(
           id: try id(.id), fromUserID: try id(.fromUserId), toUserID: try id(.toUserId), content: content,
           status: try choice(.status, MessageStatus.self), createdAt: try time(.createdAt),
           requestID: try optionalID(.requestId), version: try count(.version, default: 0),
-          editedAt: try optionalTime(.editedAt), deletedAt: deletedAt))
+          editedAt: try optionalTime(.editedAt), deletedAt: deletedAt, attachments: attachments))
     case .request:
       let createdAt = try time(.createdAt)
       return .request(
@@ -226,6 +260,41 @@ public final class RecordParser {
     }
   }
 
+  /// The `attachments` of the current message or request line (format 3): none when
+  /// the field is absent or null. A request's are not in its ``Record``
+  /// (`MessageRequest` has none); an import reads them here.
+  public func attachmentList() throws(RecordError) -> [Attachment] {
+    switch values[Key.attachments.rawValue] {
+    case .absent, .null: return []
+    case .array: return attachments
+    default: throw RecordError.field("attachments", "must be an array")
+    }
+  }
+
+  /// The current line as a piece of a media file (after `parseLine` returned `.media`).
+  public func mediaPiece() throws -> MediaPiece {
+    let sha256 = try text(.sha256, maxBytes: 128)
+    guard MediaFolder.isMediaName(sha256) else {
+      throw RecordError.field("sha256", "'\(sha256)' is not a SHA-256 (64 lowercase hex digits)")
+    }
+    let size = try count(.size, default: -1)
+    let offset = try count(.offset, default: -1)
+    guard size >= 0 else { throw RecordError.field("size", "missing") }
+    guard offset >= 0 else { throw RecordError.field("offset", "missing") }
+    let data = try withBytes(.data, maxBytes: Base64.encodedCount(MediaPiece.maximumBytes)) { text in
+      guard let data = Base64.decode(text) else { throw RecordError.field("data", "not valid base64") }
+      return data
+    }
+    guard data.count > 0 || size == 0 else {
+      throw RecordError.field("data", "empty (only the one line of an empty file is)")
+    }
+    guard offset <= size - Int64(data.count) else {
+      throw RecordError.field(
+        "offset", "\(data.count) bytes from \(offset) go past the end of the file (\(size) bytes)")
+    }
+    return MediaPiece(sha256: sha256, size: size, offset: offset, data: data)
+  }
+
   /// The current line as a header.
   public func header() throws -> HistoryHeader {
     let format = try text(.format)
@@ -242,7 +311,8 @@ public final class RecordParser {
   public func trailer() throws -> HistoryTrailer {
     let trailer = HistoryTrailer(
       users: try count(.users, default: -1), messages: try count(.messages, default: -1),
-      requests: try count(.requests, default: -1), edits: try count(.edits, default: 0))
+      requests: try count(.requests, default: -1), edits: try count(.edits, default: 0),
+      media: try optionalCount(.media), mediaBytes: try optionalCount(.mediaBytes))
     // Import and verify compare the counts' sum (`total`) with the records read: counts
     // that add up past Int64.max count no file (and the sum would trap; found by fuzzing).
     let (partial, first) = trailer.users.addingReportingOverflow(trailer.messages)
@@ -298,6 +368,9 @@ public final class RecordParser {
       if key == .filters && s.current == UInt8(ascii: "{") {
         try parseFilters(&s)
         value = .object
+      } else if key == .attachments && s.current == UInt8(ascii: "[") {
+        try parseAttachments(&s)
+        value = .array
       } else {
         do { value = try parseValue(&s, depth: 0) } catch {
           throw RecordError.field(key.map { "\($0)" } ?? keyName, error.description)
@@ -354,6 +427,138 @@ public final class RecordParser {
       if s.bytes[s.i - 1] == UInt8(ascii: "}") { return }
       guard s.bytes[s.i - 1] == UInt8(ascii: ",") else { throw RecordError.field("filters", "expected ',' or '}'") }
     }
+  }
+
+  /// Reads an `attachments` array into `attachments`, checking each field as it goes:
+  /// errors name it as `attachments[0].sha256`.
+  private func parseAttachments(_ s: inout Scanner) throws(RecordError) {
+    attachments.removeAll(keepingCapacity: true)
+    s.i += 1
+    s.skipSpace()
+    if !s.atEnd && s.current == UInt8(ascii: "]") {
+      s.i += 1
+      return
+    }
+    while true {
+      s.skipSpace()
+      let index = attachments.count
+      guard index < maximumAttachments else {
+        throw RecordError.field(
+          "attachments", "more than \(maximumAttachments) (a message carries at most \(maximumAttachments))")
+      }
+      guard !s.atEnd, s.current == UInt8(ascii: "{") else {
+        throw RecordError.field("attachments[\(index)]", "must be an object")
+      }
+      attachments.append(try parseAttachment(&s, index: index))
+      s.skipSpace()
+      guard !s.atEnd else { throw RecordError("the line ends early") }
+      s.i += 1
+      if s.bytes[s.i - 1] == UInt8(ascii: "]") { return }
+      guard s.bytes[s.i - 1] == UInt8(ascii: ",") else {
+        throw RecordError.field("attachments", "expected ',' or ']' at byte \(s.i)")
+      }
+    }
+  }
+
+  /// The fields of an attachment object.
+  private enum AttachmentField: Int, CaseIterable {
+    case sha256, mime, size, mediaId, width, height, durationMs, thumbnail
+    static let names: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) }
+  }
+
+  /// Reads one attachment object (`s` at its `{`); unknown fields are skipped.
+  private func parseAttachment(_ s: inout Scanner, index: Int) throws(RecordError) -> Attachment {
+    let mark = scratch.count
+    defer { scratch.removeSubrange(mark...) }
+    var fields = [Value](repeating: .absent, count: AttachmentField.allCases.count)
+    s.i += 1
+    s.skipSpace()
+    if !s.atEnd && s.current == UInt8(ascii: "}") {
+      s.i += 1
+    } else {
+      while true {
+        s.skipSpace()
+        guard !s.atEnd, s.current == UInt8(ascii: "\"") else {
+          throw RecordError.field("attachments[\(index)]", "expected a field name at byte \(s.i + 1)")
+        }
+        let keyStart = scratch.count
+        try parseString(&s)
+        let field = AttachmentField.names.firstIndex { scratch[keyStart...].elementsEqual($0) }
+        let name = String(decoding: scratch[keyStart...], as: UTF8.self)
+        scratch.removeSubrange(keyStart...)
+        try s.expect(UInt8(ascii: ":"), "':'")
+        s.skipSpace()
+        guard !s.atEnd else { throw RecordError("the line ends early") }
+        let valueStart = scratch.count
+        let value: Value
+        do { value = try parseValue(&s, depth: 1) } catch {
+          throw RecordError.field("attachments[\(index)].\(name)", error.description)
+        }
+        if let field { fields[field] = value } else { scratch.removeSubrange(valueStart...) }
+        s.skipSpace()
+        guard !s.atEnd else { throw RecordError("the line ends early (expected ',' or '}')") }
+        s.i += 1
+        if s.bytes[s.i - 1] == UInt8(ascii: "}") { break }
+        guard s.bytes[s.i - 1] == UInt8(ascii: ",") else {
+          throw RecordError.field("attachments[\(index)]", "expected ',' or '}' at byte \(s.i)")
+        }
+      }
+    }
+    return try attachment(fields, index: index)
+  }
+
+  /// An attachment from its fields' values, each checked.
+  private func attachment(_ fields: [Value], index: Int) throws(RecordError) -> Attachment {
+    func name(_ field: AttachmentField) -> String { "attachments[\(index)].\(field)" }
+    func bytes(_ field: AttachmentField, required: Bool) throws(RecordError) -> ArraySlice<UInt8>? {
+      switch fields[field.rawValue] {
+      case .string(let start, let count): return scratch[start..<(start + count)]
+      case .absent where required, .null where required: throw RecordError.field(name(field), "missing")
+      case .absent, .null: return nil
+      default: throw RecordError.field(name(field), "must be a string")
+      }
+    }
+    func integer(_ field: AttachmentField, required: Bool = false) throws(RecordError) -> Int64? {
+      switch fields[field.rawValue] {
+      case .int(let v) where v >= 0: return v
+      case .int(let v): throw RecordError.field(name(field), "\(v) is negative")
+      case .absent where required, .null where required: throw RecordError.field(name(field), "missing")
+      case .absent, .null: return nil
+      case .number: throw RecordError.field(name(field), "not an integer, or out of range")
+      default: throw RecordError.field(name(field), "must be an integer")
+      }
+    }
+    let hash = try bytes(.sha256, required: true)!
+    guard hash.count == 64, hash.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+      let shown = hash.count <= 100 ? "'\(String(decoding: hash, as: UTF8.self))'" : "\(hash.count) bytes"
+      throw RecordError.field(name(.sha256), "\(shown) is not a SHA-256 (64 lowercase hex digits)")
+    }
+    let mimeBytes = try bytes(.mime, required: true)!
+    guard mimeBytes.count <= 255 else {
+      throw RecordError.field(name(.mime), "\(mimeBytes.count) bytes is longer than the limit of 255")
+    }
+    guard let mime = String(validating: mimeBytes, as: UTF8.self), !mime.isEmpty else {
+      throw RecordError.field(name(.mime), mimeBytes.isEmpty ? "empty" : "invalid UTF-8")
+    }
+    var thumbnail: [UInt8]?
+    if let text = try bytes(.thumbnail, required: false) {
+      guard text.count <= Base64.encodedCount(Thumbnail.maximumBytes) else {
+        throw RecordError.field(
+          name(.thumbnail), "about \(text.count / 4 * 3) bytes is longer than the limit of \(Thumbnail.maximumBytes)")
+      }
+      thumbnail = text.withUnsafeBufferPointer { Base64.decode($0) }
+      guard let decoded = thumbnail else { throw RecordError.field(name(.thumbnail), "not valid base64") }
+      guard decoded.count <= Thumbnail.maximumBytes else {
+        throw RecordError.field(
+          name(.thumbnail), "\(decoded.count) bytes is longer than the limit of \(Thumbnail.maximumBytes)")
+      }
+    }
+    let relayID = try integer(.mediaId)
+    if relayID == 0 { throw RecordError.field(name(.mediaId), "0 is out of range (ids are 1…9223372036854775807)") }
+    return Attachment(
+      sha256: String(decoding: hash, as: UTF8.self), mime: mime, size: try integer(.size, required: true)!,
+      relayID: relayID, width: try integer(.width), height: try integer(.height),
+      durationMs: try integer(.durationMs), thumbnail: thumbnail)
   }
 
   private func parseValue(_ s: inout Scanner, depth: Int) throws(RecordError) -> Value {
