@@ -20,6 +20,8 @@ import Testing
     // SQL fragments built from constants (status lists, the CJK row test, filter terms with ? placeholders).
     "status.earlierStatusesSQL", "Self.cjkRows", "SearchIndexBuilder.cjkRows", "bad", "createdMs", "idMs", "lower",
     "messages.sql",
+    // Media eviction: a column list and a fixed condition (MediaPlanner.columns, .evictable).
+    "Self.columns", "Self.evictable",
     // Numbers the code computed (pages, versions, connection settings it saved itself).
     "pages", "value", "migration.version", "Self.foregroundCheckpointPages", "idTimeTolerance",
     // Error messages that mention SQL words, not SQL.

@@ -246,12 +246,12 @@ struct HeldMessages {
   }
 }
 
-/// Writes the media of generated messages beside the records `RecordWriter` writes: each
-/// file into the media folder (`chats-<id>.media/`, made 0700 when missing; files 0600,
-/// sparse), then its `Media` row (`local`, created and last accessed at the message's
-/// time) and the message's `Attachments` row, in the batch transaction the writer has
-/// open, so they commit with their message. A file whose row a failure rolls back stays
-/// as a stray (`chatdb check` reports it, `chatdb vacuum` removes it), as after a kill.
+/// Writes the files of generated messages' media into the media folder
+/// (`chats-<id>.media/`, made 0700 when missing; files 0600, sparse) before `RecordWriter`
+/// stores the messages; it stores the `Media` rows (`local`: the file is here) and the
+/// `Attachments` rows as for an import, so they commit with their message. A file whose
+/// row a failure rolls back stays as a stray (`chatdb check` reports it, `chatdb vacuum`
+/// removes it), as after a kill.
 ///
 /// Writing the same history again changes nothing: a file already here at its size is
 /// kept, and the rows are keyed by SHA-256 and by message and position.
@@ -264,47 +264,19 @@ final class GeneratedMediaWriter {
   private(set) var count = 0
   private(set) var bytes: Int64 = 0
   private var folderMade = false
-  private let upsertMedia: Statement
-  private let insertAttachment: Statement
 
-  init(database: Database, seed: UInt64) throws {
+  init(database: Database, seed: UInt64) {
     db = database
     folder = MediaFolder(database: database.path)
     self.seed = seed
-    // ChatRepository's upsert of a media whose file is here (HotQuery.upsertMedia, state 'local').
-    upsertMedia = try database.prepare(
-      """
-      INSERT INTO Media (sha256, size, mime, state, width, height, duration_ms, created_at, last_accessed_at)
-      VALUES (?1, ?2, ?3, 'local', ?4, ?5, ?6, ?7, ?7)
-      ON CONFLICT (sha256) DO UPDATE SET
-        state = 'local',
-        width = coalesce(Media.width, excluded.width),
-        height = coalesce(Media.height, excluded.height),
-        duration_ms = coalesce(Media.duration_ms, excluded.duration_ms),
-        last_accessed_at = max(Media.last_accessed_at, excluded.last_accessed_at)
-      RETURNING id
-      """)
-    // Without HotQuery.insertAttachment's check that the message is stored: RecordWriter
-    // inserts messages some at a time, so this one may still wait for its insert.
-    insertAttachment = try database.prepare(
-      """
-      INSERT INTO Attachments (message_id, position, media_id, thumbnail) VALUES (?1, ?2, ?3, ?4)
-      ON CONFLICT DO NOTHING
-      """)
   }
 
-  /// Writes the files and rows of a message's media (none for a message without).
+  /// Writes the files of a message's media (none for a message without), before
+  /// `RecordWriter` stores the message: it stores their rows as it does an import's, each
+  /// `local` as its file is here.
   func write(_ message: Message) throws {
     for (position, attachment) in message.attachments.enumerated() {
       try writeFile(attachment, header: GeneratedMedia.header(seed: seed, messageID: message.id, position: position))
-      guard
-        let id = try upsertMedia.first(
-          [
-            attachment.sha256, attachment.size, attachment.mime, attachment.width, attachment.height,
-            attachment.durationMs, message.createdAt,
-          ], { $0.int64(0) })
-      else { throw StoreError(.internalError, "\(db.path): media \(attachment.sha256) was not stored", path: db.path) }
-      try insertAttachment.execute([message.id, Int64(position), id, attachment.thumbnail])
       count += 1
       bytes += attachment.size
     }
@@ -349,7 +321,7 @@ extension HistoryGenerator {
   public func write(
     into writer: RecordWriter, pipelined: Bool, progress: @escaping (ImportSummary) -> Void = { _ in }
   ) throws -> GeneratedSummary {
-    let media = options.mediaRate > 0 ? try GeneratedMediaWriter(database: writer.db, seed: options.seed) : nil
+    let media = options.mediaRate > 0 ? GeneratedMediaWriter(database: writer.db, seed: options.seed) : nil
     let records = try writer.write(
       prepared: { emit in
         func store(_ prepared: RecordWriter.Prepared) throws {

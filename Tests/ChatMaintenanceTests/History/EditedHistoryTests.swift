@@ -62,7 +62,7 @@ import Testing
     try zstd.run()
     let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     zstd.waitUntilExit()
-    #expect(text.contains(#""version":2"#) && text.contains(#""deletedAt":"2026-12-04T03:04:00.000Z""#))
+    #expect(text.contains(#""version":3"#) && text.contains(#""deletedAt":"2026-12-04T03:04:00.000Z""#))
     #expect(!text.contains("zzdoomed"))
     #expect(
       text.contains(
