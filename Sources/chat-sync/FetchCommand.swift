@@ -48,7 +48,9 @@ enum FetchCommand: ParsableCommand {
       throw StoreError(.notFound, "\(path): message \(options.message) has no media", path: path)
     }
     let folder = repository.mediaFolder
-    let missing = attachments.filter { $0.state != .local || !FileSystem.exists(folder.file($0.sha256)) }
+    let missing = attachments.filter {
+      $0.state != .local || FileSystem.size(atPath: folder.file($0.sha256)) != $0.size
+    }
     if !missing.isEmpty {
       let (http, _) = try options.relay.transports()
       try folder.create()

@@ -15,6 +15,8 @@ final class PolicyKeeper: @unchecked Sendable {
   private let condition = NSCondition()
   private var stopped = false
   private var thread: Thread?
+  /// Signalled when the thread's loop has returned.
+  private let finished = DispatchSemaphore(value: 0)
 
   /// Seconds between two passes with a healthy disk, and between two looks at the disk.
   static let period: Double = 3_600
@@ -28,17 +30,24 @@ final class PolicyKeeper: @unchecked Sendable {
   }
 
   func start() {
-    let thread = Thread { [self] in loop() }
+    let thread = Thread { [self] in
+      loop()
+      finished.signal()
+    }
     thread.name = "policy"
     self.thread = thread
     thread.start()
   }
 
+  /// Stops the thread and waits for it: a pass under way finishes (each of its
+  /// transactions removes its files before it commits), so the process never exits
+  /// in the middle of one.
   func stop() {
     condition.lock()
     stopped = true
     condition.broadcast()
     condition.unlock()
+    if thread != nil { finished.wait() }
   }
 
   /// One pass now, if the file has a policy; what it did, or nil.

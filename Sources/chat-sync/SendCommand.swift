@@ -75,14 +75,12 @@ enum SendCommand: ParsableCommand {
         reachable ? http.flatMap { http in blocking { try? await RelayRequests(http: http).profile(options.to) } } : nil
       try repository.addPlaceholder(fetched ?? User(id: options.to, name: "user \(options.to)"))
     }
-    let attachments = try options.attach.map { try repository.addMedia(copying: $0, mime: options.mime) }
-    let request: MessageRequest
-    do {
-      request = try repository.send(to: options.to, content: options.text, attachments: attachments)
-    } catch {
-      repository.discardUnstored(attachments)
-      throw error
-    }
+    // Copied in under temporary names, named in the transaction that queues the message.
+    var staged: [StagedMedia] = []
+    defer { for media in staged { unlink(media.temporary) } }
+    for path in options.attach { staged.append(try repository.stageMedia(copying: path, mime: options.mime)) }
+    let attachments = staged.map(\.attachment)
+    let request = try repository.send(to: options.to, content: options.text, staged: staged)
     let nudged = Nudge.send("outbox", to: options.file.target.path)
     try options.file.report(
       context,

@@ -352,7 +352,7 @@ import Testing
           Self.message("").replacingOccurrences(of: "\"Hi\"", with: "\"\(String(repeating: "x", count: 10 << 20))\"")
             .utf8), "longer than"
       ),
-      (Data(Self.message(#","id":\#(String(repeating: "9", count: 2_000_000))"#).utf8), "longer than"),
+      (Data(Self.message(#","id":\#(String(repeating: "9", count: 3_000_000))"#).utf8), "longer than"),
       (Data([0, 0, 0, 0x7B, 0]), ":3:"),
     ]
     for (line, expected) in cases {

@@ -76,31 +76,27 @@ public struct MediaCheck: Sendable {
   /// `chatdb vacuum` does beside the database. The names removed, and their bytes.
   public func clean(_ db: Database) throws -> (names: [String], bytes: Int64) {
     guard try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil else { return ([], 0) }
-    let rows = try db.write { db in
-      try db.query(
+    // All in one write transaction: a send names its files in its own (`StagedMedia`), so
+    // none of them is taken for a stray; a copy not named yet is `.incoming-*` and young.
+    return try db.write { db in
+      var removed = try db.query(
         """
         DELETE FROM Media AS m WHERE NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
           AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
         RETURNING sha256
         """, []
       ) { $0.string(0) }
-    }
-    var bytes: Int64 = 0
-    for name in rows { bytes += folder.remove(name) }
-    // Strays are read after the rows changed, in a read transaction of their own; a
-    // name a writer adds meanwhile (a download, a send) gets its row first or is
-    // `.incoming-*` (young ones are left alone).
-    let strays = try db.read { db in try run(db, full: false).strays }
-    var removed = rows
-    for name in strays {
-      let path = FileSystem.joinPath(folder.path, name)
-      let size = FileSystem.size(atPath: path) ?? 0
-      if unlink(path) == 0 {
-        bytes += size
-        removed.append(name)
+      var bytes = removed.reduce(Int64(0)) { $0 + folder.remove($1) }
+      for name in try run(db, full: false).strays {
+        let path = FileSystem.joinPath(folder.path, name)
+        let size = FileSystem.size(atPath: path) ?? 0
+        if unlink(path) == 0 {
+          bytes += size
+          removed.append(name)
+        }
       }
+      return (removed, bytes)
     }
-    return (removed, bytes)
   }
 }
 

@@ -17,6 +17,8 @@ public struct MediaPlan: Sendable, Equatable {
     public var sha256: String
     public var size: Int64
     public var kind: MediaKind
+    /// Whether its file is here (`local`): only those free bytes.
+    public var local: Bool
   }
 
   /// Files removed, their messages and thumbnails kept: the media becomes `evicted`
@@ -30,7 +32,7 @@ public struct MediaPlan: Sendable, Equatable {
 
   public var evictBytes: Int64 { evict.reduce(0) { $0 + $1.size } }
   /// The bytes of swept media whose file is here.
-  public var sweepBytes: Int64 { sweep.reduce(0) { $0 + $1.size } }
+  public var sweepBytes: Int64 { sweep.filter(\.local).reduce(0) { $0 + $1.size } }
   public var isEmpty: Bool { evict.isEmpty && sweep.isEmpty }
 }
 
@@ -42,10 +44,12 @@ struct MediaPlanner {
   static let evictable = """
     m.state = 'local' AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
     """
-  static let columns = "m.id, m.sha256, m.size, m.mime"
+  static let columns = "m.id, m.sha256, m.size, m.mime, m.state = 'local'"
 
   static func item(_ row: Row) -> MediaPlan.Item {
-    MediaPlan.Item(id: row.int64(0), sha256: row.string(1), size: row.int64(2), kind: MediaKind(mime: row.string(3)))
+    MediaPlan.Item(
+      id: row.int64(0), sha256: row.string(1), size: row.int64(2), kind: MediaKind(mime: row.string(3)),
+      local: row.int64(4) != 0)
   }
 
   /// The plan; `messages` is the message plan (what it deletes, or with `mediaOnly`
@@ -95,7 +99,7 @@ struct MediaPlanner {
       ORDER BY m.id
       """, [], Self.item
     ).filter { !swept.contains($0.id) }
-    var chosen = Set(plan.sweep.map(\.id))
+    var chosen = Set(plan.sweep.map(\.id) + plan.evict.map(\.id))
     func add(_ items: [MediaPlan.Item]) {
       for item in items where !chosen.contains(item.id) {
         chosen.insert(item.id)
@@ -117,7 +121,7 @@ struct MediaPlanner {
     }
     if let cap = policy.mediaMaxSize {
       // Least recently used first (seed 003's size-capped cache) until what is left fits.
-      var left = plan.localBytes - plan.evict.reduce(0) { $0 + $1.size } - plan.sweep.reduce(0) { $0 + $1.size }
+      var left = plan.localBytes - plan.evictBytes - plan.sweepBytes
       if left > cap {
         var lru: [MediaPlan.Item] = []
         try db.prepare(
@@ -146,9 +150,11 @@ struct MediaPlanner {
     """
 }
 
-/// Executes a ``MediaPlan`` in short transactions: rows first, then (after each commit)
-/// the files. A file a kill leaves behind a row that says it is gone is what `chatdb
-/// check` reports as a stray media file and `chatdb vacuum` removes.
+/// Executes a ``MediaPlan`` in short transactions, each changing its rows and then
+/// removing their files before it commits: a send that names one of those files again
+/// (in its own transaction, `StagedMedia`) comes wholly before or after. A file a kill
+/// leaves behind a row that says it is gone is what `chatdb check` reports as a stray
+/// media file and `chatdb vacuum` removes.
 struct MediaEvictor {
   let db: Database
   let folder: MediaFolder
@@ -172,10 +178,13 @@ struct MediaEvictor {
       """)
     for part in stride(from: 0, to: plan.evict.count, by: Self.chunk) {
       let items = plan.evict[part..<min(part + Self.chunk, plan.evict.count)]
-      let (names, millis) = try timed { try items.compactMap { try evict.first([$0.id]) { $0.string(0) } } }
+      let ((names, bytes), millis) = try timed {
+        let names = try items.compactMap { try evict.first([$0.id]) { $0.string(0) } }
+        return (names, names.reduce(0) { $0 + folder.remove($1) })
+      }
       outcome.chunkMillis.append(millis)
       outcome.evicted += names.count
-      for name in names { outcome.evictedBytes += folder.remove(name) }
+      outcome.evictedBytes += bytes
     }
     let sweep = try db.prepare(
       """
@@ -186,10 +195,13 @@ struct MediaEvictor {
       """)
     for part in stride(from: 0, to: plan.sweep.count, by: Self.chunk) {
       let items = plan.sweep[part..<min(part + Self.chunk, plan.sweep.count)]
-      let (names, millis) = try timed { try items.compactMap { try sweep.first([$0.id]) { $0.string(0) } } }
+      let ((names, bytes), millis) = try timed {
+        let names = try items.compactMap { try sweep.first([$0.id]) { $0.string(0) } }
+        return (names, names.reduce(0) { $0 + folder.remove($1) })
+      }
       outcome.chunkMillis.append(millis)
       outcome.swept += names.count
-      for name in names { outcome.sweptBytes += folder.remove(name) }
+      outcome.sweptBytes += bytes
     }
     return outcome
   }

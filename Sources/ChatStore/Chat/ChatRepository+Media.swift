@@ -82,16 +82,18 @@ extension ChatRepository {
     try database.cachedStatement(HotQuery.partialMedia.sql).map([limit]) { HotQuery.attachment($0).attachment }
   }
 
-  /// Deletes the media rows no attachment names any more, then their files: the count
-  /// and the bytes freed. A file a crash leaves between the two is an orphan that
+  /// Deletes the media rows no attachment names any more, and their files: the count and
+  /// the bytes freed. A file a crash leaves (removed rows, files not yet) is a stray that
   /// `chatdb check` reports and `chatdb vacuum` removes.
   @discardableResult
   public func sweepMedia() throws -> (count: Int, bytes: Int64) {
-    let swept = try database.write { db in
-      try db.query(HotQuery.sweepMedia.sql, []) { $0.string(0) }
-    }
     let folder = mediaFolder
-    return (swept.count, swept.reduce(0) { $0 + folder.remove($1) })
+    // The files go inside the transaction: a send that names one of them again (in its
+    // own transaction) comes wholly before or after.
+    return try database.write { db in
+      let swept = try db.query(HotQuery.sweepMedia.sql, []) { $0.string(0) }
+      return (swept.count, swept.reduce(0) { $0 + folder.remove($1) })
+    }
   }
 }
 
@@ -122,29 +124,46 @@ extension ChatRepository {
   }
 }
 
+/// A file copied into the media folder under a temporary name, with its attachment:
+/// ``ChatRepository/send(to:content:staged:)`` names it in the transaction that stores its
+/// row. Remove `temporary` when the send fails (after a send it is gone).
+public struct StagedMedia: Sendable {
+  public var attachment: Attachment
+  public let temporary: String
+}
+
 extension ChatRepository {
-  /// Copies a file into the media folder, for ``send(to:content:attachments:)``: the
-  /// attachment, with a thumbnail and its pixels when it is an image libvips reads
-  /// (`mime`: its type; guessed from the file name when nil).
-  public func addMedia(copying path: String, mime: String? = nil) throws -> Attachment {
-    let added = try mediaFolder.add(copying: path)
+  /// Copies a file into the media folder under a temporary name, for
+  /// ``send(to:content:staged:)``: the attachment, with a thumbnail and its pixels when it
+  /// is an image libvips reads (`mime`: its type; guessed from the file name when nil).
+  public func stageMedia(copying path: String, mime: String? = nil) throws -> StagedMedia {
+    let staged = try mediaFolder.stage(copying: path)
     let type = mime ?? Attachment.mime(forFileName: path)
-    var attachment = Attachment(sha256: added.sha256, mime: type, size: added.size, state: .local)
-    if attachment.kind == .image, let thumbnail = try? Thumbnail(of: mediaFolder.file(added.sha256)) {
+    var attachment = Attachment(sha256: staged.sha256, mime: type, size: staged.size, state: .local)
+    if attachment.kind == .image, let thumbnail = try? Thumbnail(of: staged.temporary) {
       attachment.thumbnail = thumbnail.jpeg
       attachment.width = thumbnail.width
       attachment.height = thumbnail.height
     }
-    return attachment
+    return StagedMedia(attachment: attachment, temporary: staged.temporary)
   }
-}
 
-extension ChatRepository {
-  /// Removes the files of attachments that no media row names (added, then not queued).
-  public func discardUnstored(_ attachments: [Attachment]) {
-    for attachment in attachments {
-      let known = try? database.int64("SELECT 1 FROM Media WHERE sha256 = ?", [attachment.sha256])
-      if known == nil { mediaFolder.remove(attachment.sha256) }
+  /// ``stageMedia(copying:mime:)`` with the file named at once: for a writer alone with
+  /// the folder (tests, tools); ``send(to:content:attachments:)`` then stores its rows.
+  public func addMedia(copying path: String, mime: String? = nil) throws -> Attachment {
+    let staged = try stageMedia(copying: path, mime: mime)
+    try mediaFolder.place(staged.temporary, as: staged.attachment.sha256)
+    return staged.attachment
+  }
+
+  /// Queues a message with staged files: each is named by its hash in the transaction
+  /// that stores the request and its rows, so an eviction or a sweep (which remove files
+  /// in their own transactions) never removes a file this message needs.
+  @discardableResult
+  public func send(to recipient: Int64, content: String, staged: [StagedMedia]) throws -> MessageRequest {
+    let folder = mediaFolder
+    return try send(to: recipient, content: content, attachments: staged.map(\.attachment)) {
+      for media in staged { try folder.place(media.temporary, as: media.attachment.sha256) }
     }
   }
 }

@@ -84,6 +84,13 @@ public final class ChatRepository {
   /// before it posts the message.
   @discardableResult
   public func send(to recipient: Int64, content: String, attachments: [Attachment] = []) throws -> MessageRequest {
+    try send(to: recipient, content: content, attachments: attachments) {}
+  }
+
+  /// ``send(to:content:attachments:)``, running `placing` (the files' naming) in its transaction.
+  func send(to recipient: Int64, content: String, attachments: [Attachment], placing: () throws -> Void) throws
+    -> MessageRequest
+  {
     guard recipient != ownerID else {
       throw StoreError(.badInput, "user \(ownerID) cannot send a message to themselves", path: database.path)
     }
@@ -98,7 +105,8 @@ public final class ChatRepository {
         lastModifiedAt: at, failCount: 0, nextAttemptAt: at)
       do {
         try db.execute(HotQuery.insertRequest.sql, [requestID, recipient, content, at])
-        // Its media, whose files are in the media folder already (`MediaFolder.add`).
+        // Its media, whose files are in the media folder (or placed now, `StagedMedia`).
+        try placing()
         let media = try Self.storeMedia(attachments, state: .local, at: at, db)
         let insert = try db.cachedStatement(HotQuery.insertRequestAttachment)
         for (position, (attachment, id)) in zip(attachments, media).enumerated() {

@@ -38,11 +38,20 @@ public struct MediaFolder: Sendable, Hashable {
   /// Bytes read and written at a time when copying a file in.
   static let piece = 256 * 1024
 
-  /// Copies the file at `source` into the folder, hashing it as it goes, and names it by
-  /// its SHA-256 (a file with those bytes already here is kept, the copy dropped). The
-  /// copy is synced before it gets its name: a name in the folder always means whole
-  /// bytes. Memory stays one piece whatever the size.
+  /// Copies the file at `source` into the folder and names it by its SHA-256 (``stage``
+  /// then ``place``): for a writer alone with the folder. A writer beside others places
+  /// the copy in the transaction that stores its row (`ChatRepository.send`), so no
+  /// eviction removes the file between the two.
   public func add(copying source: String) throws -> (sha256: String, size: Int64) {
+    let staged = try stage(copying: source)
+    try place(staged.temporary, as: staged.sha256)
+    return (staged.sha256, staged.size)
+  }
+
+  /// Copies the file at `source` into the folder under a temporary name (`.incoming-*`),
+  /// hashing it as it goes, and syncs it: ``place`` gives it its name. Memory stays one
+  /// piece whatever the size.
+  public func stage(copying source: String) throws -> (sha256: String, size: Int64, temporary: String) {
     let input = open(source, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { throw StoreError.posix(errno, path: source, doing: "read") }
     defer { close(input) }
@@ -54,10 +63,10 @@ public struct MediaFolder: Sendable, Hashable {
     let temporary = FileSystem.joinPath(path, ".incoming-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
     let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard output >= 0 else { throw StoreError.posix(errno, path: temporary, doing: "create") }
-    var named = false
+    var staged = false
     defer {
       close(output)
-      if !named { unlink(temporary) }
+      if !staged { unlink(temporary) }
     }
     let hasher = SHA256.Hasher()
     var buffer = [UInt8](repeating: 0, count: Self.piece)
@@ -80,14 +89,15 @@ public struct MediaFolder: Sendable, Hashable {
       }
       size += Int64(read)
     }
-    let sha256 = SHA256.hex(digest: hasher.finish())
-    let destination = file(sha256)
-    if FileSystem.size(atPath: destination) != size {
-      guard fsync(output) == 0 else { throw StoreError.posix(errno, path: temporary, doing: "sync") }
-      try FileSystem.rename(temporary, to: destination)
-      named = true
-    }
-    return (sha256, size)
+    guard fsync(output) == 0 else { throw StoreError.posix(errno, path: temporary, doing: "sync") }
+    staged = true
+    return (SHA256.hex(digest: hasher.finish()), size, temporary)
+  }
+
+  /// Gives a staged copy its name, replacing a file of the same bytes (atomically: a name
+  /// in the folder always means whole bytes).
+  public func place(_ temporary: String, as sha256: String) throws {
+    try FileSystem.rename(temporary, to: file(sha256))
   }
 
   /// Removes a media's file and any partial download of it; the bytes it freed.

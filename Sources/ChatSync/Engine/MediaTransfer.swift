@@ -71,6 +71,14 @@ public struct MediaTransfer: Sendable {
     return (offset, reply.headers["chat-media-id"].flatMap { Int64($0) })
   }
 
+  /// Whether the relay still has media `media` for this user (`HEAD /v2/media/{id}`).
+  public func has(media: Int64) async throws(Failure) -> Bool {
+    let reply = try await call(HTTPCall(method: "HEAD", path: "/v2/media/\(media)", timeout: timeout))
+    if reply.status == 404 { return false }
+    guard reply.status == 200 else { throw Self.failure("HEAD /v2/media/\(media)", reply) }
+    return true
+  }
+
   /// Sends what the relay does not hold yet of `file` to the upload at `url`, a chunk at
   /// a time; returns the media id the last chunk made. `progress` gets the relay's
   /// offset after each chunk.
@@ -143,9 +151,13 @@ public struct MediaTransfer: Sendable {
     fstat(descriptor, &info)
     var done = stat()
     if stat(path, &done) == 0 {
-      // Another process finished it while this one opened the partial file.
-      if done.st_ino != info.st_ino { unlink(partial) }
-      return
+      if Int64(done.st_size) == size {
+        // Another process finished it while this one opened the partial file.
+        if done.st_ino != info.st_ino { unlink(partial) }
+        return
+      }
+      // A file of another size (cut short on disk): downloaded again over it.
+      unlink(path)
     }
     var offset = min(Int64(info.st_size), size)
     // Hashed as it arrives; a resumed download hashes what it already has first.
@@ -167,8 +179,19 @@ public struct MediaTransfer: Sendable {
     var next = offset < size ? fetch(offset) : nil
     defer { next?.cancel() }
     while let current = next {
+      // A stop (the run's, a deadline's) ends the download between chunks; the partial
+      // file keeps what came, for the next run.
+      guard !Task.isCancelled else { throw Failure(description: "stopped", retryable: true) }
       let reply: HTTPReply
-      do { reply = try await current.value } catch { throw Failure(description: "\(error)", retryable: true) }
+      do {
+        reply = try await withTaskCancellationHandler {
+          try await current.value
+        } onCancel: {
+          current.cancel()
+        }
+      } catch {
+        throw Failure(description: "\(error)", retryable: true)
+      }
       let end = min(size, offset + Int64(chunkSize))
       next = end < size ? fetch(end) : nil
       guard reply.status == 206, reply.body.count == Int(end - offset) else {

@@ -24,17 +24,23 @@ extension SyncEngine {
     var posts: [AttachmentPost] = []
     for (attachment, mediaID) in attachments {
       var relayID = attachment.relayID
-      if relayID == nil {
-        do {
-          relayID = try await upload(attachment, mediaID: mediaID, for: request.requestID)
-        } catch {
-          let outcome: RelayAPI.PostOutcome =
-            error.neverConnected
-            ? .unreachable(error.description)
-            : error.retryable ? .retryable(error.description, retryAfter: nil) : .rejected(error.description)
-          await settle(request, outcome, retryAt: nil)
-          return nil
+      let progress = TransferProgress(
+        total: attachment.size, what: "upload of \(attachment.sha256.prefix(12))", log: options.log)
+      do {
+        // A media the relay had once (sent or received before) may have expired there since.
+        if let known = relayID, try await !transfer.has(media: known) { relayID = nil }
+        if relayID == nil {
+          relayID = try await upload(attachment, mediaID: mediaID, for: request.requestID, progress: progress)
         }
+      } catch {
+        // A failure after the relay took more of the file is not an attempt that failed:
+        // a large file on a link that drops would run out of attempts while it advances.
+        let outcome: RelayAPI.PostOutcome =
+          error.neverConnected || (error.retryable && progress.advanced)
+          ? .unreachable(error.description)
+          : error.retryable ? .retryable(error.description, retryAfter: nil) : .rejected(error.description)
+        await settle(request, outcome, retryAt: nil)
+        return nil
       }
       posts.append(
         AttachmentPost(
@@ -46,13 +52,15 @@ extension SyncEngine {
 
   /// Uploads one media (resuming its upload if the file names one the relay still
   /// has); its relay id.
-  private func upload(_ media: Attachment, mediaID: Int64, for requestID: Int64) async throws(MediaTransfer.Failure)
-    -> Int64
-  {
+  private func upload(
+    _ media: Attachment, mediaID: Int64, for requestID: Int64, progress: TransferProgress
+  ) async throws(MediaTransfer.Failure) -> Int64 {
     let file = repository.mediaFolder.file(media.sha256)
     guard FileSystem.size(atPath: file) == media.size, let digest = SHA256.bytes(hex: media.sha256) else {
+      // Retried with the outbox's backoff and attempts, as a post that failed: the file
+      // may be put back (an import `--with-media`), and the message is never dropped early.
       throw MediaTransfer.Failure(
-        description: "\(file) is missing or changed: request \(requestID) cannot be sent", retryable: false)
+        description: "\(file) is missing or changed: request \(requestID) waits for it", retryable: true)
     }
     let transfer = self.transfer
     var url = (try? repository.uploadURL(ofMedia: mediaID)) ?? nil
@@ -71,7 +79,6 @@ extension SyncEngine {
     log(
       "\(resumed ? "resuming the upload of" : "uploading") \(media.mime) \(media.sha256.prefix(12)) "
         + "(\(media.size) bytes) for request \(requestID)")
-    let progress = TransferProgress(total: media.size, what: "upload of \(media.sha256.prefix(12))", log: options.log)
     let relayID = try await transfer.send(file: file, to: url ?? "", progress: progress.update)
     do {
       try await patiently { try repository.recordUploaded(media: mediaID, relayID: relayID) }
@@ -178,6 +185,10 @@ final class TransferProgress: Sendable {
   let what: String
   let log: @Sendable (String) -> Void
   private let logged = Locked(0)
+  private let moved = Locked(false)
+
+  /// Whether the transfer moved forward at all.
+  var advanced: Bool { moved.withLock { $0 } }
 
   init(total: Int64, what: String, log: @escaping @Sendable (String) -> Void) {
     self.total = total
@@ -186,6 +197,7 @@ final class TransferProgress: Sendable {
   }
 
   func update(_ done: Int64) {
+    moved.withLock { $0 = true }
     guard total > 0, done < total else { return }
     let quarter = Int(done * 4 / total)
     let due = logged.withLock { logged -> Bool in
