@@ -51,6 +51,10 @@ enum FetchCommand: ParsableCommand {
     let missing = attachments.filter {
       $0.state != .local || FileSystem.size(atPath: folder.file($0.sha256)) != $0.size
     }
+    if let never = missing.first(where: { $0.relayID == nil || SHA256.bytes(hex: $0.sha256) == nil }) {
+      // A queued message's file imported without its bytes: never on the relay.
+      throw StoreError(.notFound, "\(path): media \(never.sha256) is not here and was never on the relay", path: path)
+    }
     if !missing.isEmpty {
       let (http, _) = try options.relay.transports()
       try folder.create()
@@ -65,13 +69,18 @@ enum FetchCommand: ParsableCommand {
         let progress = ProgressBox(
           ChatCLI.Progress(label: "fetch \(media.sha256.prefix(12))", total: media.size, unit: "B"))
         let outcome = blocking { () async -> String? in
-          do throws(MediaTransfer.Failure) {
-            try await transfer.download(
-              media: relayID, size: media.size, sha256: digest, to: folder.file(media.sha256),
-              progress: { progress.progress.update(completed: $0, bytes: $0) })
-            return nil
-          } catch {
-            return error.description
+          while true {
+            do throws(MediaTransfer.Failure) {
+              try await transfer.download(
+                media: relayID, size: media.size, sha256: digest, to: folder.file(media.sha256),
+                progress: { progress.progress.update(completed: $0, bytes: $0) })
+              return nil
+            } catch  where error.lockedByAnother {
+              // A running `chat-sync run` is downloading it: the file is on its way.
+              try? await Task.sleep(for: .milliseconds(200))
+            } catch {
+              return error.description
+            }
           }
         }
         progress.progress.finish()
@@ -81,7 +90,7 @@ enum FetchCommand: ParsableCommand {
       }
     }
     // Every one is here now: local, and accessed now (eviction by size keeps it longest).
-    try repository.setStates(attachments.map(\.sha256), .local)
+    try repository.downloaded(attachments.map(\.sha256))
     let result = Result(
       messageId: options.message,
       attachments: attachments.map {

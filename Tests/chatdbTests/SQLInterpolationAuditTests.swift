@@ -21,7 +21,7 @@ import Testing
     "status.earlierStatusesSQL", "Self.cjkRows", "SearchIndexBuilder.cjkRows", "bad", "createdMs", "idMs", "lower",
     "messages.sql",
     // Media eviction: a column list and a fixed condition (MediaPlanner.columns, .evictable).
-    "Self.columns", "Self.evictable",
+    "Self.columns", "Self.evictable", "mediaUnreferenced", "HotQuery.mediaUnreferenced",
     // Numbers the code computed (pages, versions, connection settings it saved itself).
     "pages", "value", "migration.version", "Self.foregroundCheckpointPages", "idTimeTolerance",
     // Error messages that mention SQL words, not SQL.

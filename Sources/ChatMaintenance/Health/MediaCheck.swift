@@ -33,7 +33,7 @@ public struct MediaCheck: Sendable {
   /// transaction); nothing for a file without media tables.
   public func run(_ db: Database, full: Bool) throws -> Findings {
     var findings = Findings()
-    guard try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil else { return findings }
+    guard try HotQuery.hasMedia(db) else { return findings }
     var keep: Set<String> = []
     try db.prepare("SELECT sha256, size, state FROM Media WHERE state IN ('local', 'partial')").forEachRow { row in
       let sha256 = row.string(0)
@@ -65,8 +65,7 @@ public struct MediaCheck: Sendable {
     }.sorted()
     findings.unreferenced = try db.query(
       """
-      SELECT sha256 FROM Media m WHERE NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
-        AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
+      SELECT sha256 FROM Media m WHERE \(HotQuery.mediaUnreferenced)
       """, []
     ) { $0.string(0) }
     return findings
@@ -75,15 +74,13 @@ public struct MediaCheck: Sendable {
   /// Removes the strays and the rows no attachment names (with their files): what
   /// `chatdb vacuum` does beside the database. The names removed, and their bytes.
   public func clean(_ db: Database) throws -> (names: [String], bytes: Int64) {
-    guard try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil else { return ([], 0) }
+    guard try HotQuery.hasMedia(db) else { return ([], 0) }
     // All in one write transaction: a send names its files in its own (`StagedMedia`), so
     // none of them is taken for a stray; a copy not named yet is `.incoming-*` and young.
     return try db.write { db in
       var removed = try db.query(
         """
-        DELETE FROM Media AS m WHERE NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
-          AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
-        RETURNING sha256
+        DELETE FROM Media AS m WHERE \(HotQuery.mediaUnreferenced) RETURNING sha256
         """, []
       ) { $0.string(0) }
       var bytes = removed.reduce(Int64(0)) { $0 + folder.remove($1) }

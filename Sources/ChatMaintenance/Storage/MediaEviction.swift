@@ -56,7 +56,7 @@ struct MediaPlanner {
   /// whose media it evicts).
   func plan(_ policy: EvictionPolicy, messages: EvictionPlan) throws -> MediaPlan {
     var plan = MediaPlan()
-    guard try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil else { return plan }
+    guard try HotQuery.hasMedia(db) else { return plan }
     (plan.localFiles, plan.localBytes) =
       try db.prepare("SELECT count(*), coalesce(sum(size), 0) FROM Media WHERE state = 'local'").first {
         ($0.int(0), $0.int64(1))
@@ -94,8 +94,7 @@ struct MediaPlanner {
     plan.sweep += try db.query(
       """
       SELECT \(Self.columns) FROM Media m
-      WHERE NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
-        AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
+      WHERE \(HotQuery.mediaUnreferenced)
       ORDER BY m.id
       """, [], Self.item
     ).filter { !swept.contains($0.id) }
@@ -188,9 +187,7 @@ struct MediaEvictor {
     }
     let sweep = try db.prepare(
       """
-      DELETE FROM Media AS m WHERE m.id = ?1
-        AND NOT EXISTS (SELECT 1 FROM Attachments WHERE media_id = m.id)
-        AND NOT EXISTS (SELECT 1 FROM RequestAttachments WHERE media_id = m.id)
+      DELETE FROM Media AS m WHERE m.id = ?1 AND \(HotQuery.mediaUnreferenced)
       RETURNING sha256
       """)
     for part in stride(from: 0, to: plan.sweep.count, by: Self.chunk) {

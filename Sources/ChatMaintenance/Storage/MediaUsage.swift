@@ -50,7 +50,7 @@ public struct MediaUsage: Sendable, Equatable {
   /// Measures the media of the file open in `db` (in the caller's read transaction);
   /// nil for a file without media tables (before migration 0009).
   public static func measure(_ db: Database, now: Date = Date(), top: Int = 10) throws -> MediaUsage? {
-    guard try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil else { return nil }
+    guard try HotQuery.hasMedia(db) else { return nil }
     var byKind: [MediaKind: Kind] = [:]
     for kind in MediaKind.allCases {
       byKind[kind] = Kind(kind: kind, localFiles: 0, localBytes: 0, elsewhere: 0, elsewhereBytes: 0)

@@ -65,9 +65,6 @@ extension ChatRepository {
     try database.write { db in try db.execute(HotQuery.recordUpload.sql, [id, String?.none, relayID]) }
   }
 
-  /// Moves a media to `state` (and its last access to now).
-  public func setState(ofMedia sha256: String, _ state: MediaState) throws { try setStates([sha256], state) }
-
   /// Moves media to `state` (and their last access to now), in one transaction.
   public func setStates(_ sha256s: [String], _ state: MediaState) throws {
     let at = timestamp
@@ -75,6 +72,21 @@ extension ChatRepository {
       let update = try db.cachedStatement(HotQuery.setMediaState.sql)
       for sha256 in sha256s { try update.execute([sha256, state.rawValue, at]) }
     }
+  }
+
+  /// Downloads done: each media `local` and accessed now, unless an eviction or a sweep
+  /// changed it meanwhile (its file is then not kept as local).
+  public func downloaded(_ sha256s: [String]) throws {
+    let at = timestamp
+    try database.write { db in
+      let update = try db.cachedStatement(HotQuery.mediaDownloaded.sql)
+      for sha256 in sha256s { try update.execute([sha256, at]) }
+    }
+  }
+
+  /// A download given up (the relay no longer has it): `remote` again, if still `partial`.
+  public func abandonDownload(of sha256: String) throws {
+    try database.write { db in try db.execute(HotQuery.mediaDownloadAbandoned.sql, [sha256]) }
   }
 
   /// Downloads under way (`partial`), oldest first: what a run resumes.

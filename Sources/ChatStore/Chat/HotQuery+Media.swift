@@ -76,15 +76,24 @@ extension HotQuery {
     sql: "DELETE FROM Attachments WHERE message_id > ?1 AND message_id <= ?2",
     sampleArguments: [.integer(0), .integer(100)], access: [.rowidRange])
 
+  /// Whether media `m` is named by no attachment of a message or a request: a media the
+  /// file no longer needs (every writer's sweep, `chatdb check` and `vacuum` use it).
+  public static let mediaUnreferenced = """
+    NOT EXISTS (SELECT 1 FROM Attachments a WHERE a.media_id = m.id)
+      AND NOT EXISTS (SELECT 1 FROM RequestAttachments r WHERE r.media_id = m.id)
+    """
+
+  /// Whether the file has the media tables (migration 0009).
+  public static func hasMedia(_ db: Database) throws -> Bool {
+    try db.int64("SELECT 1 FROM sqlite_schema WHERE name = 'Media'") != nil
+  }
+
   /// Media no attachment names, their rows deleted; their files are removed after the
   /// commit (`chatdb check` finds a file a crash left between the two).
   public static let sweepMedia = HotQuery(
     name: "media: delete what no attachment names",
     sql: """
-      DELETE FROM Media AS m
-      WHERE NOT EXISTS (SELECT 1 FROM Attachments WHERE media_id = m.id)
-        AND NOT EXISTS (SELECT 1 FROM RequestAttachments WHERE media_id = m.id)
-      RETURNING sha256
+      DELETE FROM Media AS m WHERE \(mediaUnreferenced) RETURNING sha256
       """,
     sampleArguments: [],
     access: [.scan("Media"), .index("Attachments_by_media"), .index("RequestAttachments_by_media")])
@@ -102,6 +111,23 @@ extension HotQuery {
     sampleArguments: [.text(String(repeating: "0", count: 64)), .text("local"), .text(sample)],
     access: [.index("sqlite_autoindex_Media_1")])
 
+  /// A download done: `local` (and accessed now), unless eviction or a sweep changed the
+  /// media meanwhile (only from `partial`, or `local` for one fetched again).
+  public static let mediaDownloaded = HotQuery(
+    name: "media: a download done",
+    sql: """
+      UPDATE Media SET state = 'local', last_accessed_at = max(last_accessed_at, ?2)
+      WHERE sha256 = ?1 AND (state = 'partial' OR state = 'local')
+      """,
+    sampleArguments: [.text(String(repeating: "0", count: 64)), .text(sample)],
+    access: [.index("sqlite_autoindex_Media_1")])
+
+  /// A download given up: back to `remote`, unless it is no longer `partial`.
+  public static let mediaDownloadAbandoned = HotQuery(
+    name: "media: a download given up",
+    sql: "UPDATE Media SET state = 'remote' WHERE sha256 = ?1 AND state = 'partial'",
+    sampleArguments: [.text(String(repeating: "0", count: 64))], access: [.index("sqlite_autoindex_Media_1")])
+
   /// Downloads under way, to resume.
   public static let partialMedia = HotQuery(
     name: "media: downloads under way",
@@ -113,7 +139,8 @@ extension HotQuery {
 
   static let media: [HotQuery] = [
     insertAttachment, messageAttachments, requestAttachments, requestsWithAttachments, deleteMessageAttachments,
-    deleteAttachmentsInIDRange, sweepMedia, recordUpload, setMediaState, partialMedia,
+    deleteAttachmentsInIDRange, sweepMedia, recordUpload, setMediaState, mediaDownloaded, mediaDownloadAbandoned,
+    partialMedia,
   ]
 
   /// Reads ``attachmentColumns``: the attachment and its media's row id.

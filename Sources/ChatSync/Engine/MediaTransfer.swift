@@ -39,6 +39,8 @@ public struct MediaTransfer: Sendable {
     public var retryable: Bool
     /// No connection could be made: nothing reached the relay (a device offline).
     public var neverConnected = false
+    /// Another process is downloading the same file (its partial file is locked).
+    public var lockedByAnother = false
   }
 
   static let tus = ("Tus-Resumable", "1.0.0")
@@ -145,7 +147,7 @@ public struct MediaTransfer: Sendable {
     defer { close(descriptor) }
     // One download of a file at a time, whichever process (`run` and `fetch` may meet).
     guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-      throw Failure(description: "\(path): another process is downloading it", retryable: true)
+      throw Failure(description: "\(path): another process is downloading it", retryable: true, lockedByAnother: true)
     }
     var info = stat()
     fstat(descriptor, &info)

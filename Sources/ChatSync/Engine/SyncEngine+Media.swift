@@ -142,7 +142,7 @@ extension SyncEngine {
         total: media.size, what: "download of \(media.sha256.prefix(12))", log: options.log)
       try await transfer.download(
         media: relayID, size: media.size, sha256: digest, to: folder.file(media.sha256), progress: progress.update)
-      try await patiently { try repository.setState(ofMedia: media.sha256, .local) }
+      try await patiently { try repository.downloaded([media.sha256]) }
       downloadRetry = nil
       log("downloaded \(media.mime) \(media.sha256.prefix(12)) (\(media.size) bytes) as media \(relayID)")
     } catch let failure as MediaTransfer.Failure {
@@ -171,7 +171,7 @@ extension SyncEngine {
     downloadsGivenUp.insert(media.sha256)
     _ = repository.mediaFolder.remove(partialOnly: media.sha256)
     do {
-      try await patiently { try repository.setState(ofMedia: media.sha256, .remote) }
+      try await patiently { try repository.abandonDownload(of: media.sha256) }
     } catch {
       log("media: \(error)")
     }

@@ -126,7 +126,7 @@ import Testing
       Message(
         id: 9, fromUserID: 2, toUserID: 1, content: "big", createdAt: "2026-01-01T00:00:00.000Z",
         attachments: [attachment]))
-    try repository.setState(ofMedia: attachment.sha256, .local)
+    try repository.setStates([attachment.sha256], .local)
     return (try Database(path: repository.database.path), bytes, attachment.sha256)
   }
 
