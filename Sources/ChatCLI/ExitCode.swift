@@ -1,7 +1,7 @@
 import ChatStore
 
 /// The exit codes of `chatdb`, `chat-sync` and `chat-relay`: one table for all three
-/// programs, mirrored by the README's "Exit codes" section (a test checks both agree).
+/// programs, mirrored by the "Exit codes" section of docs/cli.md (a test checks both agree).
 ///
 /// Codes from 64 up follow sysexits.h; the low codes are the tools' own outcomes.
 public enum ExitCode: Int32, CaseIterable, Sendable {
@@ -30,7 +30,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
   case permission = 77
   case brokenPipe = 141
 
-  /// What the code means, as the README's table says it.
+  /// What the code means, as the table in docs/cli.md says it.
   public var meaning: String {
     switch self {
     case .success: "success"

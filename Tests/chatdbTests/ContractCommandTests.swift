@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// The command contract through the built binary: every exit code provoked, every
-/// command's `--json` in the one envelope, the README's table equal to the code's.
+/// command's `--json` in the one envelope, docs/cli.md's table equal to the code's.
 @Suite(.serialized, .ownThreads) struct ContractCommandTests {
   /// A data folder with two generated users.
   static func fleet() throws -> TemporaryFolder {
@@ -152,18 +152,18 @@ import Testing
     }
   }
 
-  // MARK: - The README mirrors the table
+  // MARK: - docs/cli.md mirrors the table
 
-  static let readme: String = {
+  static let cliDoc: String = {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent()
-    return (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
+    return (try? String(contentsOf: root.appendingPathComponent("docs/cli.md"), encoding: .utf8)) ?? ""
   }()
 
-  @Test func theReadmeExitCodeTableIsTheCodes() {
+  @Test func theDocumentedExitCodeTableIsTheCodes() {
     // The rows of the table under "## Exit codes" only (other tables have numbered rows too).
     let section =
-      Self.readme.components(separatedBy: "\n## Exit codes").dropFirst().first?.components(separatedBy: "\n## ").first
+      Self.cliDoc.components(separatedBy: "\n## Exit codes").dropFirst().first?.components(separatedBy: "\n## ").first
       ?? ""
     let rows = section.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.dropFirst(2).first?.isNumber == true }
     let documented = rows.compactMap { row -> (Int32, String)? in
@@ -173,7 +173,7 @@ import Testing
     }
     let table = Dictionary(documented, uniquingKeysWith: { a, _ in a })
     for code in ExitCode.allCases {
-      #expect(table[code.rawValue] == code.meaning, "README row for \(code.rawValue) (\(code))")
+      #expect(table[code.rawValue] == code.meaning, "docs/cli.md row for \(code.rawValue) (\(code))")
     }
     #expect(Set(table.keys) == Set(ExitCode.allCases.map(\.rawValue)))
   }

@@ -6,7 +6,7 @@ Imported by the scripts beside it; not run on its own.
 """
 import hashlib, json, os, shutil, sqlite3, subprocess, sys, time
 
-# chatdb's exit codes from the README's table, but 7 and 69 (chat-sync's), 70 (a bug)
+# chatdb's exit codes from the table in docs/cli.md, but 7 and 69 (chat-sync's), 70 (a bug)
 # and 141 (a closed stdout, which these runs never have).
 CHATDB_EXIT_CODES = {0, 1, 2, 3, 4, 6, 10, 11, 12, 13, 14, 15, 16, 64, 65, 66, 74, 75, 77}
 

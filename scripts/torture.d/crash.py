@@ -7,7 +7,7 @@ or (--faults) run with I/O errors injected into their reads, writes and syncs.
 With --faults each run is under Debian's libfiu (`fiu-run`), which makes a random share
 (0.01% to 5%) of the process's read, write and sync calls fail with an errno those calls
 can return (EIO, ENOSPC, EFBIG, EINTR…): the command must then exit with a code from
-the README's table and one `Error:` line naming the file, and the checks below hold
+the table in docs/cli.md and one `Error:` line naming the file, and the checks below hold
 as after a kill.
 
 Each kill starts one command on a fresh copy of a generated file (or, for import, a new
@@ -148,7 +148,7 @@ for i in range(a.kills):
         where = f"{name} with {share:.1%} of I/O calls failing"
         lines = [l for l in r.stderr.splitlines() if l.strip()]
         if r.returncode not in DOCUMENTED:
-            failures.append(f"{where}: exit {r.returncode} is not in the README's table: {r.stderr.strip()[:300]}")
+            failures.append(f"{where}: exit {r.returncode} is not in the table in docs/cli.md: {r.stderr.strip()[:300]}")
         elif r.returncode != 0 and "--all" in name:
             if d not in r.stdout + r.stderr:
                 failures.append(f"{where}: the --all report does not name the file: {(r.stdout + r.stderr).strip()[:300]!r}")

@@ -8,7 +8,7 @@ Each case is a data folder holding one chats-1.db that is not a good chat databa
 overwritten b-tree pages, a garbage -wal, the -wal of another database, a symbolic link
 out of the folder, a file from a newer schema). Every command must answer within 20 s,
 with one `Error: …` line naming the file (or success, where the file is usable), an
-exit code from the README's table, no crash (no signal, no 70), and leave the file's
+exit code from the table in docs/cli.md, no crash (no signal, no 70), and leave the file's
 bytes as they were unless the command's job is to change a good file. A symbolic link
 out of the folder is refused by every command with 65 (and its target left alone), but
 followed when named with `--db`. `--all` runs go on past the bad file to a good one
@@ -134,7 +134,7 @@ for case, make in CASES.items():
             if code < 0 or code >= 128:
                 problems.append(f"killed by a signal ({code})")
             elif code not in DOCUMENTED:
-                problems.append(f"exit {code} is not in the README's table")
+                problems.append(f"exit {code} is not in the table in docs/cli.md")
             elif code == 70:
                 problems.append(f"internal error: {err.strip()[:200]}")
             if code not in (0, 2, 3, 4, 6) and (len(lines) != 1 or not lines[0].startswith("Error: ")):

@@ -13,7 +13,7 @@ relay schema. Each case is run under every command that opens the file: `user li
 `device add`, `device remove` and `serve`
 (started on a free loopback port: it must exit with an error, or start, answer
 `GET /v2/health` and stop with 0 on SIGTERM). Every run must end within 20 s, with a
-code from the README's table (no signal, no 70) and, when it fails, one `Error: …`
+code from the table in docs/cli.md (no signal, no 70) and, when it fails, one `Error: …`
 line on stderr naming the file; a read-only command, and a command that fails, must
 leave the bytes (the file, its -wal, a link's target) as they were. A case's six
 commands run side by side, each on its own copy, so a hang costs 20 s once.
@@ -38,7 +38,7 @@ shutil.rmtree(a.work, ignore_errors=True)
 os.makedirs(a.work)
 TIMEOUT = 20
 
-# The exit codes documented in the README's table (70 is there, but it is a bug).
+# The exit codes documented in the table in docs/cli.md (70 is there, but it is a bug).
 readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
 table = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
 DOCUMENTED = {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.M)} - {70}
@@ -188,7 +188,7 @@ def attempt(case, make, command, n):
         elif code == 70:
             problems.append(f"an internal error (70): {err.strip()[:200]!r}")
         elif code not in DOCUMENTED:
-            problems.append(f"exit {code} is not in the README's table: {err.strip()[:200]!r}")
+            problems.append(f"exit {code} is not in the table in docs/cli.md: {err.strip()[:200]!r}")
         if note and code != 0:
             problems.append(f"serve started, then exited {code} on SIGTERM: {err.strip()[-300:]!r}")
         elif code != 0 and (len(lines) != 1 or not lines[0].startswith("Error: ")):

@@ -17,7 +17,7 @@ runs several times, each time with the disk full in one of two ways:
   - dynamic: another writer fills the disk completely at a moment drawn between 0 and
     the command's run time, so the disk fills while the command is writing (past the
     preflight checks, which leave margins a small disk cannot meet).
-A run that fails must exit with the README's code for a full disk (13, or 14 for a
+A run that fails must exit with the code in docs/cli.md for a full disk (13, or 14 for a
 write rolled back; 13 or 74 for the export's output), no signal, with one `Error:` line
 naming a file on the small file system, and leave no temporary file taking space.
 Then the filler is deleted and, as in crash.py:

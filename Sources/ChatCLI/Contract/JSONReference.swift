@@ -41,7 +41,7 @@ enum JSONReference {
       "## The envelope", "",
       "Under `--json`, every command of the three programs prints one object on stdout (also when it fails),",
       "written by `CommandContext`: `ok` and `exitCode` say how the command ended (the exit-code table is in",
-      "the README), `files` holds one entry per file worked on, with the command's `result` or the file's",
+      "docs/cli.md), `files` holds one entry per file worked on, with the command's `result` or the file's",
       "`error`, and `summary` counts the files (`files`, `ok`, `failed`) and sums the figures the command",
       "totals over them. An error that ended the whole command (no file was worked on) is the top-level",
       "`error`.", "",

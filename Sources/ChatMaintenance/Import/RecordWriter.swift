@@ -127,11 +127,7 @@ public final class RecordWriter {
       """)
     insertEdit = try database.prepare(HotQuery.storeEarlierVersion.sql)
     insertAttachment = try database.prepare(HotQuery.insertAttachment.sql)
-    insertRequestAttachment = try database.prepare(
-      """
-      INSERT INTO RequestAttachments (request_id, position, media_id, thumbnail) VALUES (?1, ?2, ?3, ?4)
-      ON CONFLICT DO NOTHING
-      """)
+    insertRequestAttachment = try database.prepare(HotQuery.insertRequestAttachment)
     shownMessage = try database.prepare("SELECT 1 FROM Messages WHERE id = ?1 AND deleted_at IS NULL")
     advanceStatus = try database.prepare(HotQuery.advanceMessageStatus.sql)
     storedMessage = try database.prepare(HotQuery.storedMessage.sql)

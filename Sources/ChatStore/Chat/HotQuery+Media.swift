@@ -33,8 +33,11 @@ extension HotQuery {
       """,
     sampleArguments: [.integer(1), .integer(0), .integer(1), .null], access: [.primaryKey])
 
-  static let insertRequestAttachment =
-    "INSERT INTO RequestAttachments (request_id, position, media_id, thumbnail) VALUES (?1, ?2, ?3, ?4)"
+  /// A queued message's attachment (a second import of the same request changes nothing).
+  public static let insertRequestAttachment = """
+    INSERT INTO RequestAttachments (request_id, position, media_id, thumbnail) VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT DO NOTHING
+    """
 
   static let deleteRequestAttachments = "DELETE FROM RequestAttachments WHERE request_id = ?1"
 
