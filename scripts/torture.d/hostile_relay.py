@@ -39,11 +39,11 @@ os.makedirs(a.work)
 TIMEOUT = 20
 
 # The exit codes documented in the table in docs/cli.md (70 is there, but it is a bug).
-readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
-table = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+cli_doc = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "cli.md")).read()
+table = cli_doc.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
 DOCUMENTED = {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.M)} - {70}
 if not {0, 65, 66, 74}.issubset(DOCUMENTED):
-    sys.exit(f"Error: cannot read the exit-code table from README.md (found {sorted(DOCUMENTED)})")
+    sys.exit(f"Error: cannot read the exit-code table from docs/cli.md (found {sorted(DOCUMENTED)})")
 
 # Product bugs found by this script, (case, command) -> (text every problem contains, what
 # is wrong). Empty since the three it found were fixed (2026-12-01): a FIFO named by --db
